@@ -1,0 +1,21 @@
+// Small file-system helpers with errors that name the path.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <string_view>
+
+namespace crx {
+
+std::string read_file(const std::string& path);
+// Writes (truncating) or throws Error naming the path.
+void write_file(const std::string& path, std::string_view data, mode_t mode = 0644);
+// Writes to a temporary file in the same directory, fsyncs, renames over path.
+void write_file_atomic(const std::string& path, std::string_view data, mode_t mode = 0600);
+// mkdir -p; existing directories are fine.
+void mkdir_p(const std::string& path, mode_t mode = 0755);
+bool path_exists(const std::string& path);
+// rm -rf for a state directory (does not cross mount points).
+void remove_tree(const std::string& path);
+
+}  // namespace crx

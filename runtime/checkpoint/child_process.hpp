@@ -1,0 +1,44 @@
+// A child process we started and must reap: RAII kill+wait, and spawning
+// with a chosen set of fds inherited under their own numbers.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+namespace crx::checkpoint {
+
+class ChildProcess {
+ public:
+  ChildProcess() = default;
+  explicit ChildProcess(pid_t pid) : pid_(pid) {}
+  ChildProcess(ChildProcess&& o) noexcept : pid_(o.pid_) { o.pid_ = -1; }
+  ChildProcess& operator=(ChildProcess&& o) noexcept;
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  // Kills (SIGKILL) and reaps a child still running.
+  ~ChildProcess();
+
+  pid_t pid() const { return pid_; }
+  bool running() const { return pid_ > 0; }
+  // Blocks; returns the raw wait status. The child is gone afterwards.
+  int wait();
+  // Non-blocking: true and *status set once the child has exited.
+  bool try_wait(int* status);
+  // SIGKILL + wait; no-op when already reaped.
+  void kill_and_wait();
+
+ private:
+  pid_t pid_ = -1;
+};
+
+// fork + execvp(argv[0], argv). Every fd of ours is close-on-exec except
+// those in keep_fds, which the child inherits under the same number.
+// stdin/stdout/stderr are inherited unless quiet (then /dev/null).
+ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>& keep_fds,
+                   bool quiet = false);
+
+// "exited with status 1" / "killed by signal 9".
+std::string describe_wait_status(int status);
+
+}  // namespace crx::checkpoint

@@ -1,0 +1,84 @@
+// What crx asks CRIU to do: plain structs, translated to rpc.proto's
+// criu_opts by criu_rpc.cpp. Field names follow runc's checkpoint/restore
+// flags so cmd/ can fill them one to one.
+#pragma once
+#include <sys/types.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace crx::checkpoint {
+
+// --manage-cgroups-mode: runc's names (soft|full|strict|ignore) plus CRIU's.
+enum class CgroupMode { Soft, Full, Strict, Ignore, None, Props, Default };
+// Throws Error naming the accepted values.
+CgroupMode parse_cgroup_mode(std::string_view name);
+std::string_view cgroup_mode_name(CgroupMode mode);
+
+// Where dumped pages go instead of the images dir: a page server reached by
+// address/port, or an already connected (and authenticated) socket fd that
+// CRIU uses as is.
+struct PageServerTarget {
+  std::string address;
+  int port = 0;
+  int socket_fd = -1;  // >= 0: hand this connected socket to CRIU
+};
+
+// A bind mount the container had: CRIU records it as external under key
+// (the mount point inside the container) and restore maps it back to val.
+struct ExternalMount {
+  std::string key;
+  std::string value;
+};
+
+// The options dump, pre-dump and restore share.
+struct CommonOptions {
+  int images_dir_fd = -1;  // required
+  int work_dir_fd = -1;    // logs and stats; images dir when unset
+  std::string log_file;    // name inside the work dir, e.g. "dump.log"
+  int log_level = 4;
+  std::string root;  // container rootfs (dump: mount ns root; restore: root)
+  bool tcp_established = false;
+  bool ext_unix_sk = false;
+  bool shell_job = false;
+  bool file_locks = false;
+  std::optional<CgroupMode> manage_cgroups_mode;
+  std::vector<ExternalMount> ext_mounts;
+  std::vector<std::string> external;  // CRIU --external entries
+  bool notify_scripts = false;        // ask CRIU to send NOTIFY messages
+  bool orphan_pts_master = false;     // CRIU hands back the pty master fd
+};
+
+struct DumpOptions : CommonOptions {
+  pid_t pid = 0;  // the container's init
+  bool leave_running = false;
+  bool track_mem = false;     // keep soft-dirty tracking for later rounds
+  std::string parent_img;     // relative to the images dir, e.g. "../1"
+  std::optional<PageServerTarget> page_server;
+  bool lazy_pages = false;
+  int status_fd = -1;         // CRIU writes a byte when lazy pages are ready
+  uint32_t empty_ns = 0;      // CLONE_NEW* mask of namespaces to leave empty
+  bool auto_dedup = false;
+  std::string freeze_cgroup;  // freezer cgroup dir of the container
+};
+
+// One inherited fd for restore: CRIU uses `fd` where the image says `key`
+// (e.g. "pipe:[1234]" for a container's stdio).
+struct InheritFd {
+  std::string key;
+  int fd = -1;
+};
+
+struct RestoreOptions : CommonOptions {
+  bool rst_sibling = true;  // restored init becomes our child, not CRIU's
+  std::vector<InheritFd> inherit_fds;
+  bool lazy_pages = false;
+  std::optional<PageServerTarget> page_server;  // lazy pages source
+  bool auto_dedup = false;
+  std::vector<std::pair<std::string, std::string>> cgroup_roots;  // ctrl, path
+};
+
+}  // namespace crx::checkpoint

@@ -1,0 +1,397 @@
+#include "checkpoint/criu_rpc.hpp"
+
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "checkpoint/child_process.hpp"
+#include "common/error.hpp"
+#include "criu-rpc/rpc.pb-c.h"
+
+namespace crx::checkpoint {
+namespace {
+
+std::string g_criu_binary = "criu";
+constexpr size_t kMaxMessage = 64 * 1024;
+
+// criu_opts with the storage its pointers point into.
+struct OptsBuilder {
+  CriuOpts opts = CRIU_OPTS__INIT;
+  CriuPageServerInfo ps = CRIU_PAGE_SERVER_INFO__INIT;
+  std::vector<ExtMountMap> ext_mnt;
+  std::vector<ExtMountMap*> ext_mnt_ptrs;
+  std::vector<char*> external;
+  std::vector<::InheritFd> inherit;
+  std::vector<::InheritFd*> inherit_ptrs;
+  std::vector<CgroupRoot> cg_roots;
+  std::vector<CgroupRoot*> cg_root_ptrs;
+  std::vector<int> child_fds;  // fds CRIU itself must inherit
+
+  static char* s(const std::string& v) { return const_cast<char*>(v.c_str()); }
+
+  void common(const CommonOptions& o) {
+    if (o.images_dir_fd < 0) throw Error("criu: no images directory given");
+    opts.images_dir_fd = o.images_dir_fd;
+    if (o.work_dir_fd >= 0) {
+      opts.has_work_dir_fd = true;
+      opts.work_dir_fd = o.work_dir_fd;
+    }
+    if (!o.log_file.empty()) opts.log_file = s(o.log_file);
+    opts.has_log_level = true;
+    opts.log_level = o.log_level;
+    if (!o.root.empty()) opts.root = s(o.root);
+    set(opts.has_tcp_established, opts.tcp_established, o.tcp_established);
+    set(opts.has_ext_unix_sk, opts.ext_unix_sk, o.ext_unix_sk);
+    set(opts.has_shell_job, opts.shell_job, o.shell_job);
+    set(opts.has_file_locks, opts.file_locks, o.file_locks);
+    set(opts.has_notify_scripts, opts.notify_scripts, o.notify_scripts);
+    set(opts.has_orphan_pts_master, opts.orphan_pts_master, o.orphan_pts_master);
+    if (o.manage_cgroups_mode) {
+      opts.has_manage_cgroups_mode = true;
+      opts.manage_cgroups_mode = to_rpc(*o.manage_cgroups_mode);
+    }
+    ext_mnt.reserve(o.ext_mounts.size());
+    for (const auto& m : o.ext_mounts) {
+      ExtMountMap e = EXT_MOUNT_MAP__INIT;
+      e.key = s(m.key);
+      e.val = s(m.value);
+      ext_mnt.push_back(e);
+    }
+    for (auto& e : ext_mnt) ext_mnt_ptrs.push_back(&e);
+    opts.n_ext_mnt = ext_mnt_ptrs.size();
+    opts.ext_mnt = ext_mnt_ptrs.data();
+    for (const auto& e : o.external) external.push_back(s(e));
+    opts.n_external = external.size();
+    opts.external = external.data();
+  }
+
+  void page_server(const PageServerTarget& t) {
+    if (!t.address.empty()) ps.address = s(t.address);
+    if (t.port > 0) {
+      ps.has_port = true;
+      ps.port = t.port;
+    }
+    if (t.socket_fd >= 0) {
+      ps.has_fd = true;
+      ps.fd = t.socket_fd;
+      child_fds.push_back(t.socket_fd);
+    }
+    opts.ps = &ps;
+  }
+
+  void dump(const DumpOptions& o) {
+    common(o);
+    if (o.pid <= 0) throw Error("criu dump: no pid given");
+    opts.has_pid = true;
+    opts.pid = o.pid;
+    set(opts.has_leave_running, opts.leave_running, o.leave_running);
+    set(opts.has_track_mem, opts.track_mem, o.track_mem);
+    set(opts.has_lazy_pages, opts.lazy_pages, o.lazy_pages);
+    set(opts.has_auto_dedup, opts.auto_dedup, o.auto_dedup);
+    if (!o.parent_img.empty()) opts.parent_img = s(o.parent_img);
+    if (o.page_server) page_server(*o.page_server);
+    if (o.status_fd >= 0) {
+      opts.has_status_fd = true;
+      opts.status_fd = o.status_fd;
+    }
+    if (o.empty_ns) {
+      opts.has_empty_ns = true;
+      opts.empty_ns = o.empty_ns;
+    }
+    if (!o.freeze_cgroup.empty()) opts.freeze_cgroup = s(o.freeze_cgroup);
+  }
+
+  void restore(const RestoreOptions& o) {
+    common(o);
+    set(opts.has_rst_sibling, opts.rst_sibling, o.rst_sibling);
+    set(opts.has_lazy_pages, opts.lazy_pages, o.lazy_pages);
+    set(opts.has_auto_dedup, opts.auto_dedup, o.auto_dedup);
+    if (o.page_server) page_server(*o.page_server);
+    inherit.reserve(o.inherit_fds.size());
+    for (const auto& i : o.inherit_fds) {
+      ::InheritFd f = INHERIT_FD__INIT;
+      f.key = s(i.key);
+      f.fd = i.fd;
+      inherit.push_back(f);
+      child_fds.push_back(i.fd);
+    }
+    for (auto& f : inherit) inherit_ptrs.push_back(&f);
+    opts.n_inherit_fd = inherit_ptrs.size();
+    opts.inherit_fd = inherit_ptrs.data();
+    cg_roots.reserve(o.cgroup_roots.size());
+    for (const auto& [ctrl, path] : o.cgroup_roots) {
+      CgroupRoot r = CGROUP_ROOT__INIT;
+      if (!ctrl.empty()) r.ctrl = s(ctrl);
+      r.path = s(path);
+      cg_roots.push_back(r);
+    }
+    for (auto& r : cg_roots) cg_root_ptrs.push_back(&r);
+    opts.n_cg_root = cg_root_ptrs.size();
+    opts.cg_root = cg_root_ptrs.data();
+  }
+
+  static void set(protobuf_c_boolean& has, protobuf_c_boolean& field, bool v) {
+    if (v) {
+      has = true;
+      field = true;
+    }
+  }
+
+  static CriuCgMode to_rpc(CgroupMode m) {
+    switch (m) {
+      case CgroupMode::Soft: return CRIU_CG_MODE__SOFT;
+      case CgroupMode::Full: return CRIU_CG_MODE__FULL;
+      case CgroupMode::Strict: return CRIU_CG_MODE__STRICT;
+      case CgroupMode::Ignore: return CRIU_CG_MODE__IGNORE;
+      case CgroupMode::None: return CRIU_CG_MODE__CG_NONE;
+      case CgroupMode::Props: return CRIU_CG_MODE__PROPS;
+      case CgroupMode::Default: return CRIU_CG_MODE__DEFAULT;
+    }
+    return CRIU_CG_MODE__DEFAULT;
+  }
+};
+
+struct RespDeleter {
+  void operator()(CriuResp* r) const { criu_resp__free_unpacked(r, nullptr); }
+};
+using RespPtr = std::unique_ptr<CriuResp, RespDeleter>;
+
+// One `criu swrk` child serving one request.
+class SwrkSession {
+ public:
+  SwrkSession(std::string action, const std::vector<int>& child_fds) : action_(std::move(action)) {
+    int sv[2];
+    if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+      throw_errno("criu " + action_ + ": socketpair");
+    sock_.reset(sv[0]);
+    UniqueFd theirs(sv[1]);
+    std::vector<int> keep = child_fds;
+    keep.push_back(theirs.get());
+    child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, keep);
+  }
+
+  ~SwrkSession() {
+    sock_.reset();
+    // CRIU exits once its socket closes; give it the chance before SIGKILL.
+    if (child_.running()) {
+      int status;
+      for (int i = 0; i < 200 && !child_.try_wait(&status); ++i) ::usleep(10000);
+    }
+  }
+
+  void send(const CriuReq& req) {
+    size_t len = criu_req__get_packed_size(&req);
+    std::vector<uint8_t> buf(len);
+    criu_req__pack(&req, buf.data());
+    ssize_t n;
+    do {
+      n = ::send(sock_.get(), buf.data(), buf.size(), MSG_NOSIGNAL);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) throw_errno("criu " + action_ + ": send request");
+  }
+
+  // Receives one response; a passed fd lands in *fd.
+  RespPtr receive(UniqueFd* fd) {
+    std::vector<uint8_t> buf(kMaxMessage);
+    alignas(struct cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+    struct iovec iov{buf.data(), buf.size()};
+    struct msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+    ssize_t n;
+    do {
+      n = ::recvmsg(sock_.get(), &msg, MSG_CMSG_CLOEXEC);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) throw_errno("criu " + action_ + ": receive response");
+    if (n == 0) return nullptr;  // CRIU went away
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && fd) {
+        int received;
+        std::memcpy(&received, CMSG_DATA(c), sizeof received);
+        fd->reset(received);
+      }
+    }
+    CriuResp* resp = criu_resp__unpack(nullptr, static_cast<size_t>(n), buf.data());
+    if (!resp) throw Error("criu " + action_ + ": malformed response from criu swrk");
+    return RespPtr(resp);
+  }
+
+  // Why CRIU is gone, when it is.
+  std::string exit_reason() {
+    sock_.reset();
+    if (!child_.running()) return "criu exited";
+    int status = child_.wait();
+    return "criu " + describe_wait_status(status);
+  }
+
+ private:
+  std::string action_;
+  UniqueFd sock_;
+  ChildProcess child_;
+};
+
+std::string read_log(const CommonOptions& o) {
+  if (o.log_file.empty()) return {};
+  int dir = o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd;
+  UniqueFd fd(::openat(dir, o.log_file.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return {};
+  std::string out;
+  char buf[16384];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
+[[noreturn]] void fail(const std::string& action, const CommonOptions* o, const std::string& why) {
+  std::string msg = "criu " + action + " failed";
+  std::string tail = o ? criu_log_tail(read_log(*o)) : std::string();
+  if (!tail.empty()) {
+    msg += ": " + tail;
+  } else if (!why.empty()) {
+    msg += ": " + why;
+  }
+  if (o && !o->log_file.empty()) msg += " (log: " + o->log_file + ")";
+  throw Error(msg);
+}
+
+// Sends req and serves notifications until the final response.
+RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
+            const CommonOptions* o, const NotifyHandler& notify) {
+  SwrkSession session(action, child_fds);
+  session.send(req);
+  std::optional<std::string> handler_error;
+  for (;;) {
+    UniqueFd passed;
+    RespPtr resp = session.receive(&passed);
+    if (!resp) fail(action, o, session.exit_reason() + " without answering");
+    if (resp->type != CRIU_REQ_TYPE__NOTIFY) {
+      if (handler_error) throw Error(*handler_error);
+      if (resp->type != req.type) {
+        fail(action, o, "unexpected response type " + std::to_string(resp->type));
+      }
+      if (!resp->success) {
+        std::string why;
+        if (resp->cr_errmsg) why = resp->cr_errmsg;
+        if (resp->has_cr_errno && resp->cr_errno) {
+          why += (why.empty() ? "" : ", ") + std::string("errno ") + std::to_string(resp->cr_errno);
+        }
+        fail(action, o, why);
+      }
+      return resp;
+    }
+    Notification n;
+    if (resp->notify) {
+      if (resp->notify->script) n.script = resp->notify->script;
+      n.pid = resp->notify->has_pid ? resp->notify->pid : 0;
+    }
+    n.fd = std::move(passed);
+    bool ok = true;
+    if (notify && !handler_error) {
+      try {
+        notify(n);
+      } catch (const std::exception& e) {
+        ok = false;
+        handler_error = "criu " + action + " stopped at " + n.script + ": " + e.what();
+      }
+    }
+    CriuReq ack = CRIU_REQ__INIT;
+    ack.type = CRIU_REQ_TYPE__NOTIFY;
+    ack.has_notify_success = true;
+    ack.notify_success = ok;
+    session.send(ack);
+  }
+}
+
+}  // namespace
+
+void set_criu_binary(std::string path) { g_criu_binary = std::move(path); }
+
+CriuVersion criu_version() {
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__VERSION;
+  RespPtr resp = run("version", req, {}, nullptr, {});
+  if (!resp->version) throw Error("criu version: CRIU sent no version");
+  CriuVersion v;
+  v.major = resp->version->major_number;
+  v.minor = resp->version->minor_number;
+  v.sublevel = resp->version->has_sublevel ? resp->version->sublevel : 0;
+  if (resp->version->gitid) v.gitid = resp->version->gitid;
+  return v;
+}
+
+bool criu_check() {
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__CHECK;
+  try {
+    run("check", req, {}, nullptr, {});
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+static void dump_like(const char* action, CriuReqType type, const DumpOptions& o,
+                      const NotifyHandler& notify) {
+  OptsBuilder b;
+  b.dump(o);
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = type;
+  req.opts = &b.opts;
+  run(action, req, b.child_fds, &o, notify);
+}
+
+void criu_dump(const DumpOptions& o, const NotifyHandler& notify) {
+  dump_like("dump", CRIU_REQ_TYPE__DUMP, o, notify);
+}
+
+void criu_pre_dump(const DumpOptions& o, const NotifyHandler& notify) {
+  dump_like("pre-dump", CRIU_REQ_TYPE__PRE_DUMP, o, notify);
+}
+
+pid_t criu_restore(const RestoreOptions& o, const NotifyHandler& notify) {
+  OptsBuilder b;
+  b.restore(o);
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__RESTORE;
+  req.opts = &b.opts;
+  RespPtr resp = run("restore", req, b.child_fds, &o, notify);
+  if (!resp->restore) throw Error("criu restore: CRIU sent no pid");
+  return resp->restore->pid;
+}
+
+std::string criu_log_tail(std::string_view log, size_t max_lines) {
+  std::vector<std::string_view> lines, errors;
+  while (!log.empty()) {
+    size_t nl = log.find('\n');
+    std::string_view line = log.substr(0, nl);
+    log = nl == std::string_view::npos ? std::string_view() : log.substr(nl + 1);
+    while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.remove_suffix(1);
+    if (line.empty()) continue;
+    lines.push_back(line);
+    if (line.find("Error") != std::string_view::npos) errors.push_back(line);
+  }
+  const auto& pick = errors.empty() ? lines : errors;
+  size_t start = pick.size() > max_lines ? pick.size() - max_lines : 0;
+  std::string out;
+  for (size_t i = start; i < pick.size(); ++i) {
+    if (!out.empty()) out += "; ";
+    // Strip CRIU's "(00.012345) " timestamp prefix.
+    std::string_view l = pick[i];
+    if (l.size() > 2 && l[0] == '(') {
+      size_t close = l.find(") ");
+      if (close != std::string_view::npos && close < 16) l.remove_prefix(close + 2);
+    }
+    out += l;
+  }
+  return out;
+}
+
+}  // namespace crx::checkpoint

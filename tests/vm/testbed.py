@@ -1,0 +1,748 @@
+#!/usr/bin/python3
+"""crx's qemu test bed: guests running Debian's bookworm kernel (6.1) under TCG.
+
+Every checkpoint, migration and RDMA test runs on these guests.  Each guest
+sees the host's root read-only (9p) under a tmpfs overlay, so binaries built
+on the host run in it unchanged; its kernel modules come from a second share
+(the stock tree of the resolved ABI, or a replacement tree); a scratch dir of
+the host is shared read-write into every guest at the same path.  All guests
+sit on one private L2 segment: a bridge with one tap per guest inside a
+network namespace that only the test bed sees.  A small agent (PID 1 of the
+guest, tests/vm/guest/agent.py) runs commands on request over virtio-serial.
+
+Set-up: tests/vm/setup.sh (once; cached under ${CRX_CACHE:-~/.cache/crx}/vm).
+
+API (stdlib only; run with Debian's /usr/bin/python3):
+
+    import sys; sys.path.insert(0, "<repo>/tests/vm")
+    from testbed import Testbed, TestbedError, GuestTimeout, GuestDied
+
+    with Testbed(3) as tb:                      # boots g0, g1, g2 in parallel
+        rc, out, err = tb.run(0, "uname -r", timeout=60)
+        h = tb.spawn(1, "ibv_rc_pingpong -g 1")  # background
+        tb.run(2, f"ibv_rc_pingpong -g 1 {tb.ip(1)}", timeout=120, check=True)
+        rc, out, err = tb.wait(h, timeout=60)
+        tb.scratch                              # host dir, same path in guests
+
+  Testbed(n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
+          boot_timeout=None, cache=None, extra_cmdline="")
+      n            number of guests, g0..g{n-1}
+      modules_dir  replacement modules tree: a dir holding <abi>/modules.dep
+                   (as /lib/modules), or the <abi> dir itself; see
+                   make_modules_tree() for building one with a patched module
+      scratch      host dir to share (default: a fresh temp dir, removed at
+                   teardown); mounted read-write at the same path in guests
+      rxe          load rdma_rxe and create rxe0 on eth0 in every guest
+  tb.n, tb.name(k) -> "g<k>", tb.ip(k) -> "10.77.0.<10+k>", tb.mac(k),
+  tb.scratch, tb.abi, tb.boot_seconds[k] (qemu start -> agent ready)
+  tb.run(k, cmd, timeout=120, check=False, env=None) -> (rc, out, err)
+      cmd is run by bash -c in guest k as root, cwd /; rc < 0 means killed by
+      signal -rc; out/err are str.  check=True raises CommandFailed if rc != 0.
+  tb.spawn(k, cmd, env=None) -> Handle            run in the background
+  tb.wait(handle, timeout=120, check=False) -> (rc, out, err)
+  tb.kill(handle, sig=signal.SIGKILL)              signal its process group
+  tb.run_all(cmd, timeout=120, check=False) -> [(rc, out, err)] for every guest
+  tb.console(k) -> str                             guest k's console log so far
+  tb.kill_guest(k)                                 power guest k off hard
+
+  Failures raise TestbedError subclasses whose message carries the guest's
+  console log: GuestTimeout (a step outlived its time-out: the guest is
+  killed first), GuestDied (qemu exited), CommandFailed (check=True).
+  Teardown (leaving the with-block, also on exceptions, SIGINT, SIGTERM and
+  interpreter exit) kills every qemu and the network namespace and removes
+  the temp dir; if the process is SIGKILLed, qemu and the namespace die with
+  it (PR_SET_PDEATHSIG) and the next Testbed sweeps the stale temp dir.
+  Create and use a Testbed from one thread (qemu's death signal is bound to
+  the thread that started it).
+
+CLI:
+  testbed.py run [-n N] [-g K] [-t SECONDS] [--modules DIR] -- CMD...
+  testbed.py shell [-n N] [-c K] [--modules DIR]   console of guest K on the
+      terminal (Ctrl-A x quits qemu), the others in the background
+  testbed.py build-initramfs --abi ABI --modules DIR   (used by setup.sh)
+"""
+import argparse
+import atexit
+import base64
+import glob
+import gzip
+import hashlib
+import inspect
+import itertools
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+GUEST_DIR = os.path.join(HERE, "guest")
+SETUP = os.path.join(HERE, "setup.sh")
+# Modules the initramfs loads itself (the rest come from the modules share).
+INITRAMFS_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay"]
+SUBNET = "10.77.0"
+BASE_OCTET = 10
+QEMU = "/usr/bin/qemu-system-x86_64"
+TEMP_PREFIX = "crx-vm."
+
+
+def cache_dir():
+    return os.path.join(os.environ.get("CRX_CACHE") or os.path.expanduser("~/.cache/crx"), "vm")
+
+
+class TestbedError(Exception):
+    """A test-bed failure; the message carries the console log where it helps."""
+
+
+class GuestTimeout(TestbedError):
+    pass
+
+
+class GuestDied(TestbedError):
+    pass
+
+
+class CommandFailed(TestbedError):
+    def __init__(self, msg, rc, out, err):
+        super().__init__(msg)
+        self.rc, self.out, self.err = rc, out, err
+
+
+# --------------------------------------------------------------------------
+# Kernel and initramfs (built by setup.sh, found here)
+# --------------------------------------------------------------------------
+
+def recipe_hash(abi, busybox="/bin/busybox"):
+    """Hash of everything the initramfs is made of."""
+    h = hashlib.sha256()
+    h.update(abi.encode() + b"\0" + " ".join(INITRAMFS_MODULES).encode() + b"\0")
+    for fn in (_cpio_newc, module_load_order, build_initramfs):
+        h.update(inspect.getsource(fn).encode())
+    for path in sorted(glob.glob(os.path.join(GUEST_DIR, "*"))) + [busybox]:
+        h.update(os.path.basename(path).encode() + b"\0")
+        with open(path, "rb") as f:
+            h.update(hashlib.sha256(f.read()).digest())
+    return h.hexdigest()[:16]
+
+
+def module_load_order(modules, abi):
+    """insmod order (with dependencies) of INITRAMFS_MODULES, as paths."""
+    root = os.path.dirname(os.path.dirname(os.path.realpath(modules)))
+    order = []
+    for mod in INITRAMFS_MODULES:
+        out = subprocess.run(["modprobe", "-d", root, "-S", abi, "--show-depends", mod],
+                             check=True, capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            words = line.split()
+            if words and words[0] == "insmod" and words[1] not in order:
+                order.append(words[1])
+    return order
+
+
+def _cpio_newc(entries):
+    """A newc cpio archive of (name, mode, data) entries; dirs have data None."""
+    out = bytearray()
+    for ino, (name, mode, data) in enumerate(entries + [("TRAILER!!!", 0, b"")], 1):
+        data = data or b""
+        nameb = name.encode() + b"\0"
+        fields = [ino, mode, 0, 0, 1, 0, len(data), 0, 0, 0, 0, len(nameb), 0]
+        out += b"070701" + b"".join(b"%08X" % f for f in fields) + nameb
+        out += b"\0" * (-len(out) % 4) + data
+        out += b"\0" * (-len(out) % 4)
+    return bytes(out)
+
+
+def build_initramfs(abi, modules):
+    """Build (or reuse) the initramfs for ABI; returns its path."""
+    dest = os.path.join(cache_dir(), "initramfs", f"{abi}-{recipe_hash(abi)}.cpio.gz")
+    if os.path.exists(dest):
+        return dest
+    entries = [(d, 0o40755, None) for d in ("bin", "dev", "proc", "sys", "modules")]
+    entries.append(("bin/busybox", 0o100755, open("/bin/busybox", "rb").read()))
+    for name, mode in (("init", 0o100755), ("stage2", 0o100755), ("agent.py", 0o100644)):
+        entries.append((name, mode, open(os.path.join(GUEST_DIR, name), "rb").read()))
+    load = []
+    for path in module_load_order(modules, abi):
+        base = os.path.basename(path)
+        entries.append(("modules/" + base, 0o100644, open(path, "rb").read()))
+        load.append(base)
+    entries.append(("modules/load.order", 0o100644, ("\n".join(load) + "\n").encode()))
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = dest + f".tmp{os.getpid()}"
+    with gzip.open(tmp, "wb", compresslevel=6) as f:
+        f.write(_cpio_newc(entries))
+    os.replace(tmp, dest)
+    return dest
+
+
+def load_config():
+    """The kernel/initramfs setup.sh prepared; rebuilds a stale initramfs."""
+    env_file = os.path.join(cache_dir(), "current.env")
+    if not os.path.exists(env_file):
+        raise TestbedError(f"test bed not set up: run {SETUP} ({env_file} missing)")
+    cfg = {}
+    for line in open(env_file):
+        if "=" in line:
+            k, v = line.rstrip("\n").split("=", 1)
+            cfg[k] = v
+    for key in ("CRX_VM_VMLINUZ", "CRX_VM_MODULES"):
+        if not os.path.exists(cfg.get(key, "")):
+            raise TestbedError(f"{key}={cfg.get(key)} missing: run {SETUP}")
+    cfg["CRX_VM_INITRD"] = build_initramfs(cfg["CRX_VM_ABI"], cfg["CRX_VM_MODULES"])
+    return cfg
+
+
+def make_modules_tree(dest, replacements, base=None, abi=None):
+    """A modules tree for Testbed(modules_dir=dest): the stock tree of the
+    resolved ABI (hard links) with files replaced, then depmod'ed.
+
+    replacements: {path relative to <abi>/ (e.g.
+    "kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko"): host file}.
+    Returns dest (which then holds <abi>/)."""
+    if base is None or abi is None:
+        cfg = load_config()
+        base, abi = base or cfg["CRX_VM_MODULES"], abi or cfg["CRX_VM_ABI"]
+    src = os.path.join(os.path.realpath(base), abi)
+    tree = os.path.join(dest, abi)
+    if os.path.exists(tree):
+        shutil.rmtree(tree)
+    os.makedirs(dest, exist_ok=True)
+    try:
+        subprocess.run(["cp", "-al", src, tree], check=True, capture_output=True)
+    except subprocess.CalledProcessError:
+        shutil.copytree(src, tree, symlinks=True)
+    for rel, path in replacements.items():
+        target = os.path.join(tree, rel)
+        if os.path.exists(target):
+            os.unlink(target)  # break the hard link, never write through it
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copyfile(path, target)
+    # depmod -b wants <root>/lib/modules/<abi>: give it one via a symlink.
+    with tempfile.TemporaryDirectory() as root:
+        os.makedirs(os.path.join(root, "lib"))
+        os.symlink(os.path.abspath(dest), os.path.join(root, "lib", "modules"))
+        subprocess.run(["depmod", "-b", root, abi], check=True)
+    return dest
+
+
+# --------------------------------------------------------------------------
+# Process and namespace helpers
+# --------------------------------------------------------------------------
+
+def _pdeath(argv):
+    """argv run so that it is SIGKILLed when this thread's process dies."""
+    return ["setpriv", "--pdeathsig", "KILL", "--"] + argv
+
+
+def _sweep_stale_tempdirs():
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), TEMP_PREFIX + "*")):
+        try:
+            pid = int(os.path.basename(path)[len(TEMP_PREFIX):].split(".")[0])
+        except ValueError:
+            continue
+        if pid != os.getpid() and not os.path.exists(f"/proc/{pid}"):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+class _Netns:
+    """A private network namespace holding bridge br0 and taps tap0..tap{n-1}.
+
+    Held by a `sleep` process (no name, no mount in /run/netns): it vanishes
+    with its devices when the holder and the qemus in it are gone."""
+
+    def __init__(self, n):
+        self.holder = subprocess.Popen(_pdeath(["unshare", "--net", "--", "sleep", "infinity"]),
+                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        mine = os.readlink("/proc/self/ns/net")
+        self.path = f"/proc/{self.holder.pid}/ns/net"
+        deadline = time.monotonic() + 10
+        while True:  # never touch the host's namespace: wait until unshare happened
+            try:
+                if os.readlink(self.path) != mine and \
+                        os.path.basename(os.readlink(f"/proc/{self.holder.pid}/exe")) == "sleep":
+                    break
+            except OSError:
+                pass
+            if self.holder.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise TestbedError("cannot create the test bed's network namespace")
+            time.sleep(0.01)
+        cmds = ["link add br0 type bridge", "link set br0 up", "link set lo up"]
+        for k in range(n):
+            cmds += [f"tuntap add tap{k} mode tap", f"link set tap{k} master br0",
+                     f"link set tap{k} up"]
+        self.run(["ip", "-batch", "-"], input="\n".join(cmds) + "\n")
+
+    def wrap(self, argv):
+        return ["nsenter", f"--net={self.path}", "--"] + argv
+
+    def run(self, argv, input=None):
+        r = subprocess.run(self.wrap(argv), input=input, text=True, capture_output=True)
+        if r.returncode:
+            raise TestbedError(f"{' '.join(argv)} in the test bed's netns: {r.stderr.strip()}")
+        return r.stdout
+
+    def close(self):
+        if self.holder.poll() is None:
+            self.holder.kill()
+        self.holder.wait()
+
+
+# --------------------------------------------------------------------------
+# One guest: qemu process + agent connection
+# --------------------------------------------------------------------------
+
+class Handle:
+    """A command started in a guest."""
+
+    def __init__(self, guest, jid, cmd):
+        self.guest, self.id, self.cmd = guest, jid, cmd
+        self.pid = None
+        self.result = None  # (rc, out, err)
+        self.done = threading.Event()
+        self.started = threading.Event()
+
+    def __repr__(self):
+        return f"<{self.guest.name} job {self.id}: {self.cmd!r}>"
+
+
+class Guest:
+    def __init__(self, k, workdir):
+        self.k = k
+        self.name = f"g{k}"
+        self.ip = f"{SUBNET}.{BASE_OCTET + k}"
+        self.mac = f"52:54:00:77:00:{BASE_OCTET + k:02x}"
+        self.dir = os.path.join(workdir, self.name)
+        os.makedirs(self.dir)
+        self.console_path = os.path.join(self.dir, "console.log")
+        self.sock_path = os.path.join(self.dir, "agent.sock")
+        self.proc = None
+        self.sock = None
+        self.hello = threading.Event()
+        self.dead = threading.Event()
+        self.death_reason = None
+        self.jobs = {}
+        self.ids = itertools.count(1)
+        self.lock = threading.Lock()
+        self.started_at = None
+        self.ready_at = None
+        self.kernel = None
+
+    # -- qemu -------------------------------------------------------------
+    def qemu_argv(self, tb, interactive=False):
+        cmdline = [
+            "console=ttyS0", "panic=-1", "mitigations=off", "loglevel=4",
+            f"crx.name={self.name}", f"crx.ip={self.ip}/24",
+            "crx.hosts=" + ",".join(f"{g.name}={g.ip}" for g in tb.guests),
+            f"crx.scratch={tb.scratch}", f"crx.rxe={1 if tb.rxe else 0}",
+            f"crx.shell={1 if interactive else 0}",
+        ] + ([tb.extra_cmdline] if tb.extra_cmdline else [])
+        if interactive:
+            console = ["-chardev", "stdio,id=con,mux=on,signal=off",
+                       "-serial", "chardev:con", "-mon", "chardev=con,mode=readline"]
+        else:
+            console = ["-chardev", f"file,id=con,path={self.console_path}",
+                       "-serial", "chardev:con"]
+        return [
+            QEMU, "-name", self.name, "-nodefaults", "-no-user-config", "-nographic",
+            "-accel", "tcg", "-cpu", "max", "-smp", "1", "-m", str(tb.memory_mb),
+            "-no-reboot",
+            "-kernel", tb.cfg["CRX_VM_VMLINUZ"], "-initrd", tb.cfg["CRX_VM_INITRD"],
+            "-append", " ".join(cmdline),
+            *console,
+            "-virtfs", "local,path=/,mount_tag=hostroot,security_model=passthrough,"
+                       "readonly=on,multidevs=remap",
+            "-virtfs", f"local,path={tb.modules_share},mount_tag=modules,"
+                       "security_model=passthrough,readonly=on,multidevs=remap",
+            "-virtfs", f"local,path={tb.scratch},mount_tag=scratch,"
+                       "security_model=passthrough,multidevs=remap",
+            "-netdev", f"tap,id=n0,ifname=tap{self.k},script=no,downscript=no,vhost=off",
+            "-device", f"virtio-net-pci,netdev=n0,mac={self.mac}",
+            "-device", "virtio-serial-pci",
+            "-chardev", f"socket,id=agent,path={self.sock_path},server=on,wait=off",
+            "-device", "virtserialport,chardev=agent,name=crx.agent",
+        ]
+
+    def start(self, tb, interactive=False):
+        argv = tb.netns.wrap(self.qemu_argv(tb, interactive))
+        self.started_at = time.monotonic()
+        if interactive:
+            self.proc = subprocess.Popen(_pdeath(argv))
+        else:
+            self.proc = subprocess.Popen(_pdeath(argv), stdin=subprocess.DEVNULL,
+                                         stdout=open(os.path.join(self.dir, "qemu.out"), "wb"),
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        threading.Thread(target=self._watch_qemu, daemon=True).start()
+
+    def _watch_qemu(self):
+        rc = self.proc.wait()
+        self._die(f"qemu exited with status {rc}")
+
+    def _die(self, reason):
+        if self.dead.is_set():
+            return
+        self.death_reason = reason
+        self.dead.set()
+        with self.lock:
+            jobs = list(self.jobs.values())
+        for h in jobs:
+            h.done.set()
+            h.started.set()
+        self.hello.set()
+
+    def kill(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.kill()
+        if self.proc:
+            self.proc.wait()
+        if self.sock:
+            try:
+                self.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self.sock.close()
+            self.sock = None
+
+    def console(self):
+        try:
+            with open(self.console_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def qemu_output(self):
+        try:
+            with open(os.path.join(self.dir, "qemu.out"), "rb") as f:
+                return f.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+
+    def report(self, what, lines=200):
+        log = self.console().splitlines()
+        tail = log[-lines:]
+        cut = f"(last {lines} of {len(log)} lines)" if len(log) > lines else ""
+        q = self.qemu_output()
+        return (f"{self.name}: {what}\n" + (f"--- qemu says:\n{q}\n" if q else "") +
+                f"--- console log of {self.name} {cut}:\n" + "\n".join(tail) +
+                f"\n--- end of console log of {self.name}")
+
+    # -- agent ------------------------------------------------------------
+    def connect(self, deadline):
+        while not self.dead.is_set():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                s.connect(self.sock_path)
+                self.sock = s
+                threading.Thread(target=self._read, daemon=True).start()
+                return
+            except OSError:
+                s.close()
+                if time.monotonic() > deadline:
+                    raise GuestTimeout(self.report("qemu never opened the agent socket"))
+                time.sleep(0.05)
+        raise GuestDied(self.report(f"died while starting: {self.death_reason}"))
+
+    def _read(self):
+        buf = b""
+        sock = self.sock
+        try:
+            while True:
+                chunk = sock.recv(1 << 16)
+                if not chunk:
+                    break
+                buf += chunk
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    self._dispatch(json.loads(line))
+        except (OSError, ValueError):
+            pass
+        # The connection ends only when qemu goes away.
+        if self.proc:
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        self._die("the agent connection closed")
+
+    def _dispatch(self, msg):
+        op = msg.get("op")
+        if op == "hello":
+            self.kernel = msg.get("kernel")
+            self.ready_at = time.monotonic()
+            self.hello.set()
+            return
+        with self.lock:
+            h = self.jobs.get(msg.get("id"))
+        if h is None:
+            return
+        if op == "started":
+            h.pid = msg["pid"]
+            h.started.set()
+        elif op == "exit":
+            dec = lambda s: base64.b64decode(s).decode("utf-8", "replace")
+            h.result = (msg["rc"], dec(msg.get("out", "")), dec(msg.get("err", "")))
+            with self.lock:
+                self.jobs.pop(h.id, None)
+            h.started.set()
+            h.done.set()
+        elif op == "error":
+            h.result = (-1000, "", "agent: " + msg.get("msg", "?"))
+            h.started.set()
+            h.done.set()
+
+    def send(self, msg):
+        data = (json.dumps(msg) + "\n").encode()
+        with self.lock:
+            if self.dead.is_set() or self.sock is None:
+                raise GuestDied(self.report(f"is not running: {self.death_reason}"))
+            self.sock.sendall(data)
+
+    def spawn(self, cmd, env=None):
+        with self.lock:
+            h = Handle(self, next(self.ids), cmd)
+            self.jobs[h.id] = h
+        self.send({"op": "spawn", "id": h.id, "cmd": cmd, "env": env or {}})
+        return h
+
+
+# --------------------------------------------------------------------------
+# The test bed
+# --------------------------------------------------------------------------
+
+_live = set()  # test beds to tear down at exit / on signals
+
+
+def _teardown_all(*_):
+    for tb in list(_live):
+        tb.close()
+
+
+atexit.register(_teardown_all)
+
+
+def _on_signal(signum, frame):
+    _teardown_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+class Testbed:
+    def __init__(self, n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
+                 boot_timeout=None, cache=None, extra_cmdline=""):
+        if n < 1 or n > 200:
+            raise ValueError("n must be in 1..200")
+        self.n = n
+        self.memory_mb = memory_mb
+        self.rxe = rxe
+        self.boot_timeout = boot_timeout or 90 + 60 * n
+        self.extra_cmdline = extra_cmdline + (f" crx.cache={cache}" if cache else "")
+        self.cfg = load_config()
+        self.abi = self.cfg["CRX_VM_ABI"]
+        self.modules_share = self._modules_share(modules_dir or self.cfg["CRX_VM_MODULES"])
+        self._own_scratch = scratch is None
+        self._scratch_arg = scratch
+        self.workdir = None
+        self.netns = None
+        self.guests = []
+        self.boot_seconds = []
+        self._closed = False
+
+    def _modules_share(self, path):
+        path = os.path.realpath(path)
+        if os.path.exists(os.path.join(path, self.abi, "modules.dep")):
+            return path
+        raise TestbedError(f"modules dir {path} has no {self.abi}/modules.dep "
+                           "(depmod'ed tree for the guest kernel expected)")
+
+    # -- life cycle ---------------------------------------------------------
+    def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def start(self, interactive=None):
+        """Boot all guests; interactive=k puts guest k's console on the terminal
+        and returns without waiting for it."""
+        _sweep_stale_tempdirs()
+        self.workdir = tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{os.getpid()}.")
+        _live.add(self)
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGHUP):
+                if signal.getsignal(sig) in (signal.SIG_DFL, None):
+                    signal.signal(sig, _on_signal)
+        try:
+            if self._own_scratch:
+                self.scratch = os.path.join(self.workdir, "scratch")
+                os.makedirs(self.scratch)
+            else:
+                self.scratch = os.path.realpath(self._scratch_arg)
+                os.makedirs(self.scratch, exist_ok=True)
+            self.netns = _Netns(self.n)
+            self.guests = [Guest(k, self.workdir) for k in range(self.n)]
+            for g in self.guests:
+                if g.k != interactive:
+                    g.start(self)
+            deadline = time.monotonic() + self.boot_timeout
+            for g in self.guests:
+                if g.k != interactive:
+                    g.connect(deadline)
+            for g in self.guests:
+                if g.k == interactive:
+                    continue
+                left = deadline - time.monotonic()
+                if not g.hello.wait(max(left, 0)):
+                    g.kill()
+                    raise GuestTimeout(g.report(f"did not boot within {self.boot_timeout} s"))
+                if g.dead.is_set():
+                    raise GuestDied(g.report(f"died while booting: {g.death_reason}"))
+            self.boot_seconds = [g.ready_at - g.started_at if g.ready_at else None
+                                 for g in self.guests]
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self):
+        """Tear everything down: qemus, network namespace, temp dir.  Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        _live.discard(self)
+        for g in self.guests:
+            try:
+                g.kill()
+            except Exception:
+                pass
+        if self.netns:
+            self.netns.close()
+        if self.workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+    # -- guests -------------------------------------------------------------
+    def _guest(self, k):
+        if not 0 <= k < self.n:
+            raise IndexError(f"no guest {k} (test bed has {self.n})")
+        return self.guests[k]
+
+    def name(self, k):
+        return self._guest(k).name
+
+    def ip(self, k):
+        return self._guest(k).ip
+
+    def mac(self, k):
+        return self._guest(k).mac
+
+    def console(self, k):
+        return self._guest(k).console()
+
+    def kill_guest(self, k):
+        self._guest(k).kill()
+
+    # -- commands -----------------------------------------------------------
+    def spawn(self, k, cmd, env=None):
+        return self._guest(k).spawn(cmd, env)
+
+    def wait(self, handle, timeout=120, check=False):
+        g = handle.guest
+        if not handle.done.wait(timeout):
+            g.kill()
+            raise GuestTimeout(g.report(
+                f"`{handle.cmd}` did not finish within {timeout} s: guest killed"))
+        if handle.result is None:
+            raise GuestDied(g.report(f"died while running `{handle.cmd}`: {g.death_reason}"))
+        rc, out, err = handle.result
+        if check and rc != 0:
+            raise CommandFailed(f"{g.name}: `{handle.cmd}` exited with {rc}\n"
+                                f"--- stdout:\n{out}\n--- stderr:\n{err}", rc, out, err)
+        return handle.result
+
+    def run(self, k, cmd, timeout=120, check=False, env=None):
+        return self.wait(self.spawn(k, cmd, env), timeout, check)
+
+    def run_all(self, cmd, timeout=120, check=False, env=None):
+        handles = [self.spawn(k, cmd, env) for k in range(self.n)]
+        deadline = time.monotonic() + timeout
+        return [self.wait(h, max(deadline - time.monotonic(), 0), check) for h in handles]
+
+    def kill(self, handle, sig=signal.SIGKILL):
+        handle.guest.send({"op": "kill", "id": handle.id, "sig": int(sig)})
+
+
+# --------------------------------------------------------------------------
+# CLI
+# --------------------------------------------------------------------------
+
+def _cli_run(args):
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        sys.exit("testbed.py run: no command given")
+    import shlex
+    with Testbed(args.n, modules_dir=args.modules, rxe=not args.no_rxe) as tb:
+        if args.verbose:
+            print(f"booted {tb.n} guest(s): " + ", ".join(
+                f"{tb.name(k)} {tb.ip(k)} in {tb.boot_seconds[k]:.1f} s" for k in range(tb.n)),
+                file=sys.stderr)
+        rc, out, err = tb.run(args.guest, " ".join(shlex.quote(c) for c in cmd)
+                              if len(cmd) > 1 else cmd[0], timeout=args.timeout)
+        sys.stdout.write(out)
+        sys.stderr.write(err)
+    sys.exit(rc if rc >= 0 else 128 - rc)
+
+
+def _cli_shell(args):
+    tb = Testbed(args.n, modules_dir=args.modules, rxe=not args.no_rxe)
+    try:
+        print(f"crx test bed: {args.n} guest(s), console of g{args.console} follows "
+              "(Ctrl-A x quits; scratch dir: see below)", file=sys.stderr)
+        tb.start(interactive=args.console)
+        print("guests: " + ", ".join(f"{tb.name(k)}={tb.ip(k)}" for k in range(tb.n)) +
+              f"; scratch {tb.scratch}", file=sys.stderr)
+        g = tb.guests[args.console]
+        signal.signal(signal.SIGINT, signal.SIG_IGN)  # ^C belongs to the guest
+        g.start(tb, interactive=True)
+        g.proc.wait()
+    finally:
+        tb.close()
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="what", required=True)
+    for name in ("run", "shell"):
+        s = sub.add_parser(name)
+        s.add_argument("-n", type=int, default=1, help="number of guests")
+        s.add_argument("--modules", help="replacement modules tree")
+        s.add_argument("--no-rxe", action="store_true", help="do not set up rxe0")
+    r = sub.choices["run"]
+    r.add_argument("-g", "--guest", type=int, default=0, help="guest to run in")
+    r.add_argument("-t", "--timeout", type=float, default=300)
+    r.add_argument("-v", "--verbose", action="store_true")
+    r.add_argument("cmd", nargs=argparse.REMAINDER)
+    sub.choices["shell"].add_argument("-c", "--console", type=int, default=0,
+                                      help="guest whose console is on the terminal")
+    b = sub.add_parser("build-initramfs")
+    b.add_argument("--abi", required=True)
+    b.add_argument("--modules", required=True)
+    args = p.parse_args(argv)
+    try:
+        if args.what == "run":
+            _cli_run(args)
+        elif args.what == "shell":
+            _cli_shell(args)
+        else:
+            print(build_initramfs(args.abi, args.modules))
+    except TestbedError as e:
+        sys.exit(f"testbed: {e}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+#include "seq/options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+
+#include "common/error.hpp"
+#include "seq/message.hpp"
+
+namespace crx::verbs_seq {
+
+Options parse_options(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "crx-verbs-seq: sequence-numbered messages over RC QPs; the receiver checks that "
+      "every message arrives exactly once and in order per QP and prints a JSON summary."};
+  app.require_subcommand(1, 1);
+  auto* send = app.add_subcommand("send", "post messages");
+  auto* recv = app.add_subcommand("recv", "receive and check messages");
+
+  for (auto* sub : {send, recv}) {
+    sub->add_option("--connect", o.connect_host, "exchange QP info by connecting to HOST (else listen)");
+    sub->add_option("--bind", o.bind_address, "address to listen on")->capture_default_str();
+    sub->add_option("--port", o.port, "TCP port for the QP info exchange")->capture_default_str();
+    sub->add_option("--setup-timeout", o.setup_timeout_s, "seconds to wait for the peer")->capture_default_str();
+    sub->add_option("--dev", o.device, "RDMA device (default: first)");
+    sub->add_option("--ib-port", o.ib_port, "device port")->capture_default_str();
+    sub->add_option("--gid-index", o.gid_index, "GID index (-1: first IPv4-mapped)")->capture_default_str();
+    sub->add_option("--qps", o.qps, "number of RC QPs")->capture_default_str()->check(CLI::Range(1u, 4096u));
+    sub->add_option("--size", o.size, "bytes per message")->capture_default_str()
+        ->check(CLI::Range(kMinMessageSize, size_t{1} << 30));
+    sub->add_option("--window", o.window, "outstanding sends / posted receives per QP")
+        ->capture_default_str()->check(CLI::Range(1u, 16384u));
+    sub->add_flag("--verify-payload", o.verify_payload, "fill and check every payload byte");
+    sub->add_option("--timeout", o.timeout, "QP local ack timeout exponent")->capture_default_str()->check(CLI::Range(0, 31));
+    sub->add_option("--retry-cnt", o.retry_cnt, "QP retry count (7 = forever)")->capture_default_str()->check(CLI::Range(0, 7));
+    sub->add_option("--rnr-retry", o.rnr_retry, "QP RNR retry count (7 = forever)")->capture_default_str()->check(CLI::Range(0, 7));
+    sub->add_option("--stall-timeout", o.stall_timeout_s, "fail after this many seconds without a completion (0 = never)")
+        ->capture_default_str();
+    sub->add_option("--progress", o.progress_s, "print a JSON progress line on stderr every N seconds");
+    sub->add_flag("--busy-poll", o.busy_poll, "poll the CQ instead of sleeping on the completion channel");
+  }
+  recv->add_flag("--srq", o.srq, "all QPs receive from one shared receive queue");
+  send->add_option("--count", o.count, "data messages per QP")->capture_default_str();
+  send->add_option("--duration", o.duration_s, "send for this many seconds instead of --count");
+  send->add_option("--rate", o.rate, "messages per second over all QPs (0 = unlimited)");
+  send->add_option("--inject-dup", o.inject_dup, "debug: send this sequence number twice on QP 0");
+  send->add_option("--inject-skip", o.inject_skip, "debug: never send this sequence number on QP 0");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::exit(app.exit(e));
+  }
+  o.role = app.got_subcommand(send) ? Role::Send : Role::Recv;
+  if (o.srq && o.role == Role::Send) throw Error("--srq is a receiver option");
+  return o;
+}
+
+}  // namespace crx::verbs_seq

@@ -1,0 +1,175 @@
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "common/error.hpp"
+#include "seq/clock.hpp"
+#include "seq/message.hpp"
+#include "seq/roles.hpp"
+
+namespace crx::verbs_seq {
+
+namespace {
+
+struct SendQp {
+  uint64_t next_seq = 0;  // next number to send; at the end the announced total
+  unsigned outstanding = 0;
+  bool fin_posted = false;
+  bool fin_done = false;
+  bool dup_done = false;
+  std::vector<uint32_t> free_slots;
+  std::vector<bool> slot_is_fin;
+};
+
+class Sender {
+ public:
+  Sender(Session& s, const Options& o) : s_(s), o_(o), watch_(o), qps_(o.qps) {
+    for (unsigned q = 0; q < o.qps; ++q) {
+      for (unsigned i = o.window; i-- > 0;) qps_[q].free_slots.push_back(i);
+      qps_[q].slot_is_fin.assign(o.window, false);
+    }
+    sum_.role = Role::Send;
+    sum_.qps = o.qps;
+    sum_.size = o.size;
+  }
+
+  Summary run() {
+    std::vector<ibv_wc> wc(std::min<size_t>(size_t{o_.qps} * o_.window, 256));
+    while (!all_done() && !g_stop_signal && sum_.errors == 0) {
+      double now = now_s();
+      uint64_t budget = rate_budget(now);
+      bool stop_new = o_.duration_s > 0 && now - watch_.start() >= o_.duration_s;
+      for (unsigned q = 0; q < o_.qps && sum_.errors == 0; ++q) post_some(q, stop_new, budget);
+      if (sum_.errors) break;
+
+      int n = s_.cq->wait(wc.data(), static_cast<int>(wc.size()), wait_ms(now));
+      now = now_s();
+      if (n > 0) {
+        watch_.completion(now, true);
+        for (int i = 0; i < n; ++i) complete(wc[i]);
+      } else if (watch_.stalled(now, outstanding() > 0)) {
+        sum_.add_error("stalled: no send completion for " +
+                       std::to_string(watch_.since_completion(now)) + " s");
+      }
+      watch_.maybe_progress(now, sum_, outstanding());
+    }
+    sum_.interrupted = g_stop_signal != 0;
+    sum_.elapsed_s = now_s() - watch_.start();
+    sum_.max_stall_s = watch_.max_stall();
+    return sum_;
+  }
+
+ private:
+  bool all_done() const {
+    return std::all_of(qps_.begin(), qps_.end(), [](const SendQp& q) { return q.fin_done; });
+  }
+  uint64_t outstanding() const {
+    uint64_t n = 0;
+    for (auto& q : qps_) n += q.outstanding;
+    return n;
+  }
+
+  // How many more data messages the rate limit allows right now.
+  uint64_t rate_budget(double now) const {
+    if (o_.rate <= 0) return UINT64_MAX;
+    auto allowed = static_cast<uint64_t>((now - watch_.start()) * o_.rate) + 1;
+    return allowed > posted_ ? allowed - posted_ : 0;
+  }
+
+  int wait_ms(double now) const {
+    int ms = 100;  // wake up now and then to check stalls, progress, the clock
+    if (o_.rate > 0) {
+      double next = watch_.start() + static_cast<double>(posted_) / o_.rate;
+      ms = std::clamp(static_cast<int>(std::ceil((next - now) * 1000)), 0, ms);
+    }
+    if (o_.busy_poll) ms = 0;
+    return ms;
+  }
+
+  void post_some(unsigned q, bool stop_new, uint64_t& budget) {
+    SendQp& st = qps_[q];
+    std::vector<ibv_send_wr> wrs;
+    std::vector<ibv_sge> sges;
+    wrs.reserve(st.free_slots.size());
+    sges.reserve(st.free_slots.size());
+    while (!st.fin_posted && !st.free_slots.empty()) {
+      bool fin = stop_new || (o_.duration_s <= 0 && st.next_seq >= o_.count);
+      if (!fin && budget == 0) break;
+      if (!fin && q == 0 && o_.inject_skip && *o_.inject_skip == st.next_seq) {
+        ++st.next_seq;  // debug: this number is never sent
+        continue;
+      }
+      uint32_t slot = st.free_slots.back();
+      st.free_slots.pop_back();
+      char* buf = s_.slot(size_t{q} * o_.window + slot, o_.size);
+      size_t len = o_.size;
+      if (fin) {
+        len = sizeof(MessageHeader);
+        encode_message(buf, len, static_cast<uint16_t>(q), st.next_seq, kFlagFin, st.next_seq);
+        st.fin_posted = true;
+      } else {
+        if (o_.verify_payload) fill_payload(buf, len, st.next_seq);
+        encode_message(buf, len, static_cast<uint16_t>(q), st.next_seq, 0, 0);
+        bool dup_now = q == 0 && o_.inject_dup && *o_.inject_dup == st.next_seq && !st.dup_done;
+        if (dup_now)
+          st.dup_done = true;  // debug: the same number goes out once more
+        else
+          ++st.next_seq;
+        --budget;
+        ++posted_;
+      }
+      st.slot_is_fin[slot] = fin;
+      ++st.outstanding;
+      sges.push_back({reinterpret_cast<uintptr_t>(buf), static_cast<uint32_t>(len), s_.buffer->lkey()});
+      ibv_send_wr wr{};
+      wr.wr_id = (uint64_t{q} << 32) | slot;
+      wr.opcode = IBV_WR_SEND;
+      wr.send_flags = IBV_SEND_SIGNALED;
+      wr.num_sge = 1;
+      wrs.push_back(wr);
+    }
+    if (wrs.empty()) return;
+    for (size_t i = 0; i < wrs.size(); ++i) {
+      wrs[i].sg_list = &sges[i];
+      wrs[i].next = i + 1 < wrs.size() ? &wrs[i + 1] : nullptr;
+    }
+    ibv_send_wr* bad = nullptr;
+    if (int err = ibv_post_send(s_.qps[q].get(), wrs.data(), &bad))
+      sum_.add_error("ibv_post_send on QP " + std::to_string(q) + ": " + std::strerror(err));
+  }
+
+  void complete(const ibv_wc& wc) {
+    auto q = static_cast<unsigned>(wc.wr_id >> 32);
+    auto slot = static_cast<uint32_t>(wc.wr_id & 0xffffffff);
+    if (q >= o_.qps || slot >= o_.window) {
+      sum_.add_error("completion with an unknown wr_id");
+      return;
+    }
+    SendQp& st = qps_[q];
+    --st.outstanding;
+    st.free_slots.push_back(slot);
+    if (wc.status != IBV_WC_SUCCESS) {
+      sum_.add_error("send completion on QP " + std::to_string(q) + ": " + wc_status_name(wc.status));
+      return;
+    }
+    if (st.slot_is_fin[slot]) {
+      st.fin_done = true;
+    } else {
+      ++sum_.messages;
+      sum_.bytes += o_.size;
+    }
+  }
+
+  Session& s_;
+  const Options& o_;
+  Watch watch_;
+  std::vector<SendQp> qps_;
+  Summary sum_;
+  uint64_t posted_ = 0;  // data messages posted, all QPs
+};
+
+}  // namespace
+
+Summary run_sender(Session& s, const Options& o) { return Sender(s, o).run(); }
+
+}  // namespace crx::verbs_seq

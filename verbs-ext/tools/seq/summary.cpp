@@ -1,0 +1,38 @@
+#include "seq/summary.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace crx::verbs_seq {
+
+static nlohmann::json common(const Summary& s) {
+  return {{"role", s.role == Role::Send ? "send" : "recv"},
+          {"messages", s.messages},
+          {"bytes", s.bytes},
+          {"errors", s.errors},
+          {"elapsed_s", s.elapsed_s}};
+}
+
+std::string summary_json(const Summary& s) {
+  auto j = common(s);
+  j["qps"] = s.qps;
+  j["srq"] = s.srq;
+  j["size"] = s.size;
+  j["out_of_order"] = s.seq.out_of_order;
+  j["duplicates"] = s.seq.duplicates;
+  j["missing"] = s.seq.missing;
+  j["unexpected"] = s.seq.beyond_total;
+  j["max_stall_s"] = s.max_stall_s;
+  if (s.elapsed_s > 0) j["msg_per_s"] = static_cast<double>(s.messages) / s.elapsed_s;
+  if (s.interrupted) j["interrupted"] = true;
+  if (!s.first_error.empty()) j["first_error"] = s.first_error;
+  j["ok"] = s.ok();
+  return j.dump();
+}
+
+std::string progress_json(const Summary& s, uint64_t outstanding) {
+  auto j = common(s);
+  j["outstanding"] = outstanding;
+  return nlohmann::json{{"progress", j}}.dump();
+}
+
+}  // namespace crx::verbs_seq

@@ -185,7 +185,8 @@ class SwrkSession {
     }
   }
 
-  void send(const CriuReq& req) {
+  // False when CRIU is gone (EPIPE and friends).
+  bool send(const CriuReq& req) {
     size_t len = criu_req__get_packed_size(&req);
     std::vector<uint8_t> buf(len);
     criu_req__pack(&req, buf.data());
@@ -193,7 +194,9 @@ class SwrkSession {
     do {
       n = ::send(sock_.get(), buf.data(), buf.size(), MSG_NOSIGNAL);
     } while (n < 0 && errno == EINTR);
+    if (n < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)) return false;
     if (n < 0) throw_errno("criu " + action_ + ": send request");
+    return true;
   }
 
   // Receives one response; a passed fd lands in *fd.
@@ -210,6 +213,7 @@ class SwrkSession {
     do {
       n = ::recvmsg(sock_.get(), &msg, MSG_CMSG_CLOEXEC);
     } while (n < 0 && errno == EINTR);
+    if (n < 0 && errno == ECONNRESET) return nullptr;
     if (n < 0) throw_errno("criu " + action_ + ": receive response");
     if (n == 0) return nullptr;  // CRIU went away
     for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
@@ -266,7 +270,7 @@ std::string read_log(const CommonOptions& o) {
 RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
             const CommonOptions* o, const NotifyHandler& notify) {
   SwrkSession session(action, child_fds);
-  session.send(req);
+  if (!session.send(req)) fail(action, o, session.exit_reason() + " before reading the request");
   std::optional<std::string> handler_error;
   for (;;) {
     UniqueFd passed;
@@ -306,7 +310,7 @@ RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& chi
     ack.type = CRIU_REQ_TYPE__NOTIFY;
     ack.has_notify_success = true;
     ack.notify_success = ok;
-    session.send(ack);
+    if (!session.send(ack)) fail(action, o, session.exit_reason() + " during " + n.script);
   }
 }
 

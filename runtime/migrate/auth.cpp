@@ -1,0 +1,221 @@
+#include "migrate/auth.hpp"
+
+#include <fcntl.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <sys/stat.h>
+
+#include <cctype>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "common/error.hpp"
+#include "common/unique_fd.hpp"
+
+namespace crx::migrate {
+namespace {
+
+constexpr int kAuthVersion = 1;
+constexpr size_t kNonceBytes = 32;
+constexpr size_t kMinKeyBytes = 16;
+
+std::string from_hex(std::string_view hex) {
+  if (hex.size() % 2) throw Error("malformed hex string in handshake");
+  std::string out;
+  out.reserve(hex.size() / 2);
+  auto val = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    throw Error("malformed hex string in handshake");
+  };
+  for (size_t i = 0; i < hex.size(); i += 2) {
+    out.push_back(static_cast<char>(val(hex[i]) << 4 | val(hex[i + 1])));
+  }
+  return out;
+}
+
+std::string proof(const SharedKey& key, std::string_view role, const AuthPeer& p,
+                  std::string_view first_nonce, std::string_view second_nonce) {
+  std::string msg = "crx-migrate-v1|";
+  msg += role;
+  msg += '|' + p.channel + '|' + p.session + '|';
+  msg += first_nonce;
+  msg += '|';
+  msg += second_nonce;
+  return key.hmac(msg);
+}
+
+bool equal_secret(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && CRYPTO_memcmp(a.data(), b.data(), a.size()) == 0;
+}
+
+nlohmann::json parse(const Frame& f, const FrameConn& conn) {
+  auto j = nlohmann::json::parse(f.payload, nullptr, false);
+  if (!j.is_object()) {
+    throw Error("malformed " + std::string(frame_type_name(f.type)) + " frame from " + conn.peer());
+  }
+  return j;
+}
+
+std::string field(const nlohmann::json& j, const char* name) {
+  auto it = j.find(name);
+  if (it == j.end() || !it->is_string()) throw Error(std::string("handshake lacks \"") + name + "\"");
+  return it->get<std::string>();
+}
+
+// Restores the connection's frame limit when the handshake ends either way.
+class HandshakeLimit {
+ public:
+  explicit HandshakeLimit(FrameConn& c) : conn_(c), saved_(c.max_frame()) {
+    c.set_max_frame(kHandshakeMaxFrame);
+  }
+  ~HandshakeLimit() { conn_.set_max_frame(saved_); }
+
+ private:
+  FrameConn& conn_;
+  size_t saved_;
+};
+
+}  // namespace
+
+std::string to_hex(std::string_view bytes) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+std::string random_hex(size_t bytes) {
+  std::string raw(bytes, '\0');
+  if (RAND_bytes(reinterpret_cast<unsigned char*>(raw.data()), static_cast<int>(bytes)) != 1)
+    throw Error("no random bytes from OpenSSL");
+  return to_hex(raw);
+}
+
+SharedKey SharedKey::from_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+  if (!fd) throw_errno("open key file " + path);
+  struct stat st{};
+  if (::fstat(fd.get(), &st) != 0) throw_errno("stat key file " + path);
+  if (!S_ISREG(st.st_mode)) throw Error("key file " + path + " is not a regular file");
+  if (st.st_mode & 077) {
+    char mode[8];
+    std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+    throw Error("key file " + path + " has mode " + mode +
+                "; it must be readable by its owner only (chmod 600 " + path + ")");
+  }
+  std::string bytes;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) bytes.append(buf, static_cast<size_t>(n));
+  if (n < 0) throw_errno("read key file " + path);
+  while (!bytes.empty() && std::isspace(static_cast<unsigned char>(bytes.back()))) bytes.pop_back();
+  if (bytes.size() < kMinKeyBytes) {
+    throw Error("key file " + path + " holds " + std::to_string(bytes.size()) +
+                " bytes; at least " + std::to_string(kMinKeyBytes) +
+                " are needed (e.g. head -c 32 /dev/urandom | base64 > " + path + ")");
+  }
+  return from_bytes(std::move(bytes));
+}
+
+SharedKey SharedKey::from_bytes(std::string bytes) {
+  if (bytes.empty()) throw Error("empty migration key");
+  SharedKey k;
+  k.bytes_ = std::move(bytes);
+  return k;
+}
+
+std::string SharedKey::hmac(std::string_view data) const {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (!HMAC(EVP_sha256(), bytes_.data(), static_cast<int>(bytes_.size()),
+            reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len))
+    throw Error("HMAC-SHA256 failed in OpenSSL");
+  return std::string(reinterpret_cast<char*>(out), len);
+}
+
+AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key) {
+  HandshakeLimit limit(conn);
+  AuthPeer peer;
+  std::string nonce_c, nonce_s;
+  try {
+    Frame hello = conn.expect(FrameType::Hello);
+    auto j = parse(hello, conn);
+    if (j.value("version", 0) != kAuthVersion) {
+      throw Error("peer " + conn.peer() + " speaks migration protocol " +
+                  std::to_string(j.value("version", 0)) + ", this crx speaks " +
+                  std::to_string(kAuthVersion));
+    }
+    peer.channel = field(j, "channel");
+    peer.session = field(j, "session");
+    nonce_c = from_hex(field(j, "nonce"));
+    if (nonce_c.size() != kNonceBytes) throw Error("handshake nonce has the wrong size");
+  } catch (const Error& e) {
+    conn.send_error_quietly(e.what());
+    throw;
+  }
+  nonce_s = random_hex(kNonceBytes);
+  nonce_s = from_hex(nonce_s);
+  nlohmann::json challenge = {{"nonce", to_hex(nonce_s)},
+                              {"proof", to_hex(proof(key, "server", peer, nonce_c, nonce_s))}};
+  conn.send(FrameType::Challenge, challenge.dump());
+  Frame resp = conn.expect(FrameType::Response);
+  std::string got;
+  try {
+    got = from_hex(field(parse(resp, conn), "proof"));
+  } catch (const Error& e) {
+    conn.send_error_quietly(e.what());
+    throw;
+  }
+  if (!equal_secret(got, proof(key, "client", peer, nonce_s, nonce_c))) {
+    conn.send_error_quietly("authentication failed: the receiver does not accept this key");
+    throw Error("authentication failed: " + conn.peer() +
+                " does not know the migration key (check the key file on both hosts)");
+  }
+  conn.send(FrameType::AuthOk);
+  return peer;
+}
+
+void authenticate_as_client(FrameConn& conn, const SharedKey& key, std::string_view channel,
+                            std::string_view session) {
+  HandshakeLimit limit(conn);
+  AuthPeer me{std::string(channel), std::string(session)};
+  std::string nonce_c = from_hex(random_hex(kNonceBytes));
+  nlohmann::json hello = {{"version", kAuthVersion},
+                          {"channel", me.channel},
+                          {"session", me.session},
+                          {"nonce", to_hex(nonce_c)}};
+  conn.send(FrameType::Hello, hello.dump());
+  Frame ch = conn.expect(FrameType::Challenge);
+  auto j = parse(ch, conn);
+  std::string nonce_s = from_hex(field(j, "nonce"));
+  std::string proof_s = from_hex(field(j, "proof"));
+  if (nonce_s.size() != kNonceBytes ||
+      !equal_secret(proof_s, proof(key, "server", me, nonce_c, nonce_s))) {
+    conn.send_error_quietly("authentication failed: the sender does not accept this key");
+    throw Error("authentication failed: the receiver at " + conn.peer() +
+                " does not know the migration key (check the key file on both hosts)");
+  }
+  nlohmann::json response = {{"proof", to_hex(proof(key, "client", me, nonce_s, nonce_c))}};
+  conn.send(FrameType::Response, response.dump());
+  try {
+    conn.expect(FrameType::AuthOk);
+  } catch (const Error& e) {
+    std::string what = e.what();
+    if (what.find("authentication failed") != std::string::npos) {
+      throw Error("authentication failed: the receiver at " + conn.peer() +
+                  " refused our key (check the key file on both hosts)");
+    }
+    throw Error("authentication failed: " + what);
+  }
+}
+
+}  // namespace crx::migrate

@@ -1,0 +1,82 @@
+#include "migrate/config.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+
+namespace crx::migrate {
+namespace {
+
+template <typename T>
+T get(const YAML::Node& node, const std::string& origin, const std::string& key) {
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw Error(origin + ": migration." + key + " has the wrong type");
+  }
+}
+
+void check_keys(const YAML::Node& map, const std::string& origin, const std::string& where,
+                std::initializer_list<const char*> known) {
+  if (!map.IsMap()) throw Error(origin + ": " + where + " must be a mapping");
+  for (const auto& kv : map) {
+    std::string k = kv.first.as<std::string>();
+    bool ok = false;
+    for (const char* n : known) ok = ok || k == n;
+    if (!ok) throw Error(origin + ": unknown key " + where + "." + k);
+  }
+}
+
+}  // namespace
+
+MigrateConfig parse_migrate_config(const std::string& text, const std::string& origin) {
+  MigrateConfig c;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw Error(origin + ": invalid YAML: " + e.what());
+  }
+  if (!root || root.IsNull()) return c;
+  if (!root.IsMap()) throw Error(origin + ": top level must be a mapping");
+  YAML::Node m = root["migration"];
+  if (!m || m.IsNull()) return c;
+  check_keys(m, origin, "migration",
+             {"listen", "key_file", "image_dir", "timeout_seconds", "pre_copy"});
+  if (m["listen"]) c.listen = get<std::string>(m["listen"], origin, "listen");
+  if (m["key_file"]) c.key_file = get<std::string>(m["key_file"], origin, "key_file");
+  if (m["image_dir"]) c.image_dir = get<std::string>(m["image_dir"], origin, "image_dir");
+  if (m["timeout_seconds"]) {
+    c.timeout_seconds = get<int>(m["timeout_seconds"], origin, "timeout_seconds");
+    if (c.timeout_seconds < 1 || c.timeout_seconds > 86400)
+      throw Error(origin + ": migration.timeout_seconds must be 1..86400");
+  }
+  if (YAML::Node p = m["pre_copy"]; p && !p.IsNull()) {
+    check_keys(p, origin, "migration.pre_copy", {"max_rounds", "min_shrink_percent"});
+    if (p["max_rounds"]) {
+      c.pre_copy.max_rounds = get<int>(p["max_rounds"], origin, "pre_copy.max_rounds");
+      if (c.pre_copy.max_rounds < 0 || c.pre_copy.max_rounds > 64)
+        throw Error(origin + ": migration.pre_copy.max_rounds must be 0..64");
+    }
+    if (p["min_shrink_percent"]) {
+      c.pre_copy.min_shrink_percent =
+          get<double>(p["min_shrink_percent"], origin, "pre_copy.min_shrink_percent");
+      if (c.pre_copy.min_shrink_percent < 0 || c.pre_copy.min_shrink_percent > 100)
+        throw Error(origin + ": migration.pre_copy.min_shrink_percent must be 0..100");
+    }
+  }
+  if (c.image_dir.empty() || c.image_dir[0] != '/')
+    throw Error(origin + ": migration.image_dir must be an absolute path");
+  return c;
+}
+
+MigrateConfig load_migrate_config(const std::string& path, bool required) {
+  if (!path_exists(path)) {
+    if (required) throw Error("config file " + path + " does not exist");
+    return {};
+  }
+  return parse_migrate_config(read_file(path), path);
+}
+
+}  // namespace crx::migrate

@@ -1,0 +1,42 @@
+// Migration settings from /etc/crx/config.yaml (section "migration"):
+//
+//   migration:
+//     listen: 0.0.0.0:7070          # crx receive --listen
+//     key_file: /etc/crx/migrate.key  # 0600, shared by both hosts
+//     image_dir: /run/crx/migrate   # RAM (tmpfs) dirs for images
+//     timeout_seconds: 60           # per network step
+//     pre_copy:
+//       max_rounds: 0               # crx migrate --pre-copy N
+//       min_shrink_percent: 20      # stop when a round shrinks less
+//
+// Every key is optional; command-line flags override what the file says.
+#pragma once
+#include <string>
+
+namespace crx::migrate {
+
+struct PreCopyPolicy {
+  int max_rounds = 0;
+  // A round must shrink the dirty set by at least this much versus the
+  // previous round, else pre-copy stops and the final dump follows.
+  double min_shrink_percent = 20.0;
+};
+
+struct MigrateConfig {
+  std::string listen = "0.0.0.0:7070";
+  std::string key_file = "/etc/crx/migrate.key";
+  std::string image_dir = "/run/crx/migrate";
+  int timeout_seconds = 60;
+  PreCopyPolicy pre_copy;
+};
+
+inline constexpr const char* kDefaultConfigPath = "/etc/crx/config.yaml";
+
+// A missing file gives the defaults unless required; a malformed one, an
+// unknown key in the migration section or an out-of-range value throws an
+// Error naming the file and the key.
+MigrateConfig load_migrate_config(const std::string& path = kDefaultConfigPath,
+                                  bool required = false);
+MigrateConfig parse_migrate_config(const std::string& yaml_text, const std::string& origin);
+
+}  // namespace crx::migrate

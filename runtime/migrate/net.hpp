@@ -1,0 +1,41 @@
+// TCP plumbing for migration: HOST:PORT parsing, connecting with a
+// time-out, a listener whose accept can time out.
+#pragma once
+#include <chrono>
+#include <string>
+
+#include "common/unique_fd.hpp"
+
+namespace crx::migrate {
+
+struct HostPort {
+  std::string host;
+  int port = 0;
+  std::string str() const;
+};
+
+// "10.0.0.2:7000", "[fe80::1]:7000", ":7000" (host empty = any). Throws
+// Error naming the text for anything else (port must be 1..65535).
+HostPort parse_host_port(const std::string& text);
+
+// Throws e.g. "connect to 10.0.0.2:7000: Connection refused (is `crx
+// receive` listening there?)".
+UniqueFd connect_tcp(const HostPort& to, std::chrono::milliseconds timeout);
+
+class TcpListener {
+ public:
+  explicit TcpListener(const HostPort& at);
+  // Zero timeout = wait forever. Throws Error on time-out.
+  UniqueFd accept(std::chrono::milliseconds timeout, std::string* peer = nullptr);
+  int port() const { return port_; }  // the bound port (useful with port 0)
+  int fd() const { return fd_.get(); }
+
+ private:
+  UniqueFd fd_;
+  int port_ = 0;
+};
+
+// The peer's address as text ("10.0.0.1:41234").
+std::string peer_name(int fd);
+
+}  // namespace crx::migrate

@@ -1,0 +1,89 @@
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include "checkpoint/child_process.hpp"
+#include "checkpoint/criu_options.hpp"
+#include "checkpoint/criu_rpc.hpp"
+#include "common/error.hpp"
+
+namespace {
+
+using namespace crx::checkpoint;
+
+TEST(CheckpointCriu, LogTailPrefersErrorLinesAndStripsTimestamps) {
+  std::string log =
+      "(00.000010) Version: 3.17.1\n"
+      "(00.001000) Error (criu/cr-dump.c:1000): first problem\n"
+      "(00.002000) Warn  (criu/x.c:1): noise\n"
+      "(00.003000) Error (criu/cr-dump.c:2000): Dumping FAILED.\n";
+  EXPECT_EQ(criu_log_tail(log, 3),
+            "Error (criu/cr-dump.c:1000): first problem; Error (criu/cr-dump.c:2000): Dumping FAILED.");
+  EXPECT_EQ(criu_log_tail(log, 1), "Error (criu/cr-dump.c:2000): Dumping FAILED.");
+}
+
+TEST(CheckpointCriu, LogTailWithoutErrorsGivesLastLines) {
+  EXPECT_EQ(criu_log_tail("a\nb\n\nc\n", 2), "b; c");
+  EXPECT_EQ(criu_log_tail("", 2), "");
+}
+
+TEST(CheckpointCriu, CgroupModesParseAndUnknownIsNamed) {
+  EXPECT_EQ(parse_cgroup_mode("soft"), CgroupMode::Soft);
+  EXPECT_EQ(parse_cgroup_mode("strict"), CgroupMode::Strict);
+  EXPECT_EQ(cgroup_mode_name(CgroupMode::Full), "full");
+  try {
+    parse_cgroup_mode("hard");
+    FAIL();
+  } catch (const crx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("\"hard\""), std::string::npos);
+  }
+}
+
+TEST(CheckpointCriu, MissingCriuBinaryIsAClearError) {
+  set_criu_binary("/nonexistent/criu");
+  try {
+    criu_version();
+    FAIL();
+  } catch (const crx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("exec /nonexistent/criu"), std::string::npos) << e.what();
+  }
+  set_criu_binary("criu");
+}
+
+TEST(CheckpointCriu, CriuThatExitsWithoutAnsweringIsReported) {
+  // `false swrk 3` exits at once: the client must not hang.
+  set_criu_binary("false");
+  try {
+    criu_version();
+    FAIL();
+  } catch (const crx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("criu version failed: criu exited with status 1"),
+              std::string::npos)
+        << e.what();
+  }
+  set_criu_binary("criu");
+}
+
+TEST(CheckpointCriu, SpawnKeepsOnlyTheFdsAskedFor) {
+  int keep[2], drop[2];
+  ASSERT_EQ(::pipe2(keep, O_CLOEXEC), 0);
+  ASSERT_EQ(::pipe2(drop, O_CLOEXEC), 0);
+  std::string script = "test -e /proc/self/fd/" + std::to_string(keep[1]) +
+                       " && ! test -e /proc/self/fd/" + std::to_string(drop[1]);
+  auto child = spawn({"sh", "-c", script}, {keep[1]});
+  int status = child.wait();
+  EXPECT_EQ(describe_wait_status(status), "exited with status 0");
+  for (int fd : {keep[0], keep[1], drop[0], drop[1]}) ::close(fd);
+}
+
+TEST(CheckpointCriu, ChildIsKilledAndReapedWhenDropped) {
+  pid_t pid;
+  {
+    auto child = spawn({"sleep", "100"}, {});
+    pid = child.pid();
+  }
+  EXPECT_NE(::kill(pid, 0), 0);  // gone, not a zombie
+}
+
+}  // namespace

@@ -38,11 +38,13 @@ Options parse_options(int argc, char** argv) {
         ->capture_default_str();
     sub->add_option("--progress", o.progress_s, "print a JSON progress line on stderr every N seconds");
     sub->add_flag("--busy-poll", o.busy_poll, "poll the CQ instead of sleeping on the completion channel");
+    // Accepted by both roles so one argument list serves both; the receiver
+    // learns the real total from the sender's last message.
+    sub->add_option("--count", o.count, "data messages per QP (sender)")->capture_default_str();
+    sub->add_option("--duration", o.duration_s, "send for this many seconds instead of --count (sender)");
+    sub->add_option("--rate", o.rate, "messages per second over all QPs, 0 = unlimited (sender)");
   }
   recv->add_flag("--srq", o.srq, "all QPs receive from one shared receive queue");
-  send->add_option("--count", o.count, "data messages per QP")->capture_default_str();
-  send->add_option("--duration", o.duration_s, "send for this many seconds instead of --count");
-  send->add_option("--rate", o.rate, "messages per second over all QPs (0 = unlimited)");
   send->add_option("--inject-dup", o.inject_dup, "debug: send this sequence number twice on QP 0");
   send->add_option("--inject-skip", o.inject_skip, "debug: never send this sequence number on QP 0");
 

@@ -17,10 +17,12 @@ std::string summary_json(const Summary& s) {
   j["qps"] = s.qps;
   j["srq"] = s.srq;
   j["size"] = s.size;
-  j["out_of_order"] = s.seq.out_of_order;
-  j["duplicates"] = s.seq.duplicates;
-  j["missing"] = s.seq.missing;
-  j["unexpected"] = s.seq.beyond_total;
+  if (s.role == Role::Recv) {  // only the receiver can judge the sequence
+    j["out_of_order"] = s.seq.out_of_order;
+    j["duplicates"] = s.seq.duplicates;
+    j["missing"] = s.seq.missing;
+    j["unexpected"] = s.seq.beyond_total;
+  }
   j["max_stall_s"] = s.max_stall_s;
   if (s.elapsed_s > 0) j["msg_per_s"] = static_cast<double>(s.messages) / s.elapsed_s;
   if (s.interrupted) j["interrupted"] = true;

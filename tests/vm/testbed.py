@@ -25,7 +25,7 @@ API (stdlib only; run with Debian's /usr/bin/python3):
         tb.scratch                              # host dir, same path in guests
 
   Testbed(n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
-          boot_timeout=None, cache=None, extra_cmdline="")
+          boot_timeout=None, cache="loose", extra_cmdline="")
       n            number of guests, g0..g{n-1}
       modules_dir  replacement modules tree: a dir holding <abi>/modules.dep
                    (as /lib/modules), or the <abi> dir itself; see
@@ -33,6 +33,10 @@ API (stdlib only; run with Debian's /usr/bin/python3):
       scratch      host dir to share (default: a fresh temp dir, removed at
                    teardown); mounted read-write at the same path in guests
       rxe          load rdma_rxe and create rxe0 on eth0 in every guest
+      cache        9p cache mode of the host root: "loose" (default, fast) caches
+                   what the guest has seen, so files the host changes after the
+                   guest looked at them may look stale; pass files made during a
+                   test through tb.scratch (never cached), or use "none"
   tb.n, tb.name(k) -> "g<k>", tb.ip(k) -> "10.77.0.<10+k>", tb.mac(k),
   tb.scratch, tb.abi, tb.boot_seconds[k] (qemu start -> agent ready)
   tb.run(k, cmd, timeout=120, check=False, env=None) -> (rc, out, err)
@@ -59,6 +63,7 @@ CLI:
   testbed.py run [-n N] [-g K] [-t SECONDS] [--modules DIR] -- CMD...
   testbed.py shell [-n N] [-c K] [--modules DIR]   console of guest K on the
       terminal (Ctrl-A x quits qemu), the others in the background
+  testbed.py leftovers        what dead test beds left on the host (exit 1 if any)
   testbed.py build-initramfs --abi ABI --modules DIR   (used by setup.sh)
 """
 import argparse
@@ -83,12 +88,19 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 GUEST_DIR = os.path.join(HERE, "guest")
 SETUP = os.path.join(HERE, "setup.sh")
-# Modules the initramfs loads itself (the rest come from the modules share).
-INITRAMFS_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay"]
+# Modules the initramfs loads itself, with their dependencies (faster than
+# over 9p).  rdma_rxe is not among them: it comes from the modules share, which
+# may be a replacement tree; a replacement of these ones would not be used.
+INITRAMFS_MODULES = ["virtio_pci", "9pnet_virtio", "9p", "overlay", "virtio_net",
+                     "virtio_console", "ib_uverbs", "udp_tunnel", "ip6_udp_tunnel"]
 SUBNET = "10.77.0"
 BASE_OCTET = 10
 QEMU = "/usr/bin/qemu-system-x86_64"
-TEMP_PREFIX = "crx-vm."
+# Names that mark what a test bed owns (checked for leftovers by the tests).
+TEMP_PREFIX = "crx-vm."            # + owner pid: the temp dir
+NETNS_HOLDER_PREFIX = "crx-vm-netns."  # + owner pid: argv[0] of the netns holder
+BRIDGE = "crxbr0"                  # inside the private netns only
+TAP = "crxtap"                     # + k, inside the private netns only
 
 
 def cache_dir():
@@ -186,10 +198,11 @@ def load_config():
     if not os.path.exists(env_file):
         raise TestbedError(f"test bed not set up: run {SETUP} ({env_file} missing)")
     cfg = {}
-    for line in open(env_file):
-        if "=" in line:
-            k, v = line.rstrip("\n").split("=", 1)
-            cfg[k] = v
+    with open(env_file) as f:
+        for line in f:
+            if "=" in line:
+                k, v = line.rstrip("\n").split("=", 1)
+                cfg[k] = v
     for key in ("CRX_VM_VMLINUZ", "CRX_VM_MODULES"):
         if not os.path.exists(cfg.get(key, "")):
             raise TestbedError(f"{key}={cfg.get(key)} missing: run {SETUP}")
@@ -250,14 +263,17 @@ def _sweep_stale_tempdirs():
 
 
 class _Netns:
-    """A private network namespace holding bridge br0 and taps tap0..tap{n-1}.
+    """A private network namespace holding a bridge and one tap per guest.
 
     Held by a `sleep` process (no name, no mount in /run/netns): it vanishes
     with its devices when the holder and the qemus in it are gone."""
 
     def __init__(self, n):
-        self.holder = subprocess.Popen(_pdeath(["unshare", "--net", "--", "sleep", "infinity"]),
-                                       stdin=subprocess.DEVNULL, start_new_session=True)
+        # argv[0] names the owner, so that a leak could be told apart.
+        self.holder = subprocess.Popen(
+            _pdeath(["unshare", "--net", "--", "/bin/bash", "-c",
+                     f"exec -a {NETNS_HOLDER_PREFIX}{os.getpid()} sleep infinity"]),
+            stdin=subprocess.DEVNULL, start_new_session=True)
         mine = os.readlink("/proc/self/ns/net")
         self.path = f"/proc/{self.holder.pid}/ns/net"
         deadline = time.monotonic() + 10
@@ -272,10 +288,10 @@ class _Netns:
                 self.close()
                 raise TestbedError("cannot create the test bed's network namespace")
             time.sleep(0.01)
-        cmds = ["link add br0 type bridge", "link set br0 up", "link set lo up"]
+        cmds = [f"link add {BRIDGE} type bridge", f"link set {BRIDGE} up", "link set lo up"]
         for k in range(n):
-            cmds += [f"tuntap add tap{k} mode tap", f"link set tap{k} master br0",
-                     f"link set tap{k} up"]
+            cmds += [f"tuntap add {TAP}{k} mode tap", f"link set {TAP}{k} master {BRIDGE}",
+                     f"link set {TAP}{k} up"]
         self.run(["ip", "-batch", "-"], input="\n".join(cmds) + "\n")
 
     def wrap(self, argv):
@@ -336,7 +352,7 @@ class Guest:
     # -- qemu -------------------------------------------------------------
     def qemu_argv(self, tb, interactive=False):
         cmdline = [
-            "console=ttyS0", "panic=-1", "mitigations=off", "loglevel=4",
+            "console=ttyS0", "panic=-1", "mitigations=off", "loglevel=4", "edd=off",
             f"crx.name={self.name}", f"crx.ip={self.ip}/24",
             "crx.hosts=" + ",".join(f"{g.name}={g.ip}" for g in tb.guests),
             f"crx.scratch={tb.scratch}", f"crx.rxe={1 if tb.rxe else 0}",
@@ -361,8 +377,8 @@ class Guest:
                        "security_model=passthrough,readonly=on,multidevs=remap",
             "-virtfs", f"local,path={tb.scratch},mount_tag=scratch,"
                        "security_model=passthrough,multidevs=remap",
-            "-netdev", f"tap,id=n0,ifname=tap{self.k},script=no,downscript=no,vhost=off",
-            "-device", f"virtio-net-pci,netdev=n0,mac={self.mac}",
+            "-netdev", f"tap,id=n0,ifname={TAP}{self.k},script=no,downscript=no,vhost=off",
+            "-device", f"virtio-net-pci,netdev=n0,mac={self.mac},romfile=",
             "-device", "virtio-serial-pci",
             "-chardev", f"socket,id=agent,path={self.sock_path},server=on,wait=off",
             "-device", "virtserialport,chardev=agent,name=crx.agent",
@@ -374,9 +390,10 @@ class Guest:
         if interactive:
             self.proc = subprocess.Popen(_pdeath(argv))
         else:
-            self.proc = subprocess.Popen(_pdeath(argv), stdin=subprocess.DEVNULL,
-                                         stdout=open(os.path.join(self.dir, "qemu.out"), "wb"),
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            with open(os.path.join(self.dir, "qemu.out"), "wb") as out:
+                self.proc = subprocess.Popen(_pdeath(argv), stdin=subprocess.DEVNULL,
+                                             stdout=out, stderr=subprocess.STDOUT,
+                                             start_new_session=True)
         threading.Thread(target=self._watch_qemu, daemon=True).start()
 
     def _watch_qemu(self):
@@ -533,14 +550,14 @@ def _on_signal(signum, frame):
 
 class Testbed:
     def __init__(self, n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
-                 boot_timeout=None, cache=None, extra_cmdline=""):
+                 boot_timeout=None, cache="loose", extra_cmdline=""):
         if n < 1 or n > 200:
             raise ValueError("n must be in 1..200")
         self.n = n
         self.memory_mb = memory_mb
         self.rxe = rxe
         self.boot_timeout = boot_timeout or 90 + 60 * n
-        self.extra_cmdline = extra_cmdline + (f" crx.cache={cache}" if cache else "")
+        self.extra_cmdline = ((f"crx.cache={cache} " if cache else "") + extra_cmdline).strip()
         self.cfg = load_config()
         self.abi = self.cfg["CRX_VM_ABI"]
         self.modules_share = self._modules_share(modules_dir or self.cfg["CRX_VM_MODULES"])
@@ -678,6 +695,68 @@ class Testbed:
 
 
 # --------------------------------------------------------------------------
+# Leftover check
+# --------------------------------------------------------------------------
+
+def _alive(pid):
+    return os.path.exists(f"/proc/{pid}")
+
+
+def _owner_of(text):
+    """Owner pid named in a test-bed path or label inside text, else None."""
+    for prefix in (TEMP_PREFIX, NETNS_HOLDER_PREFIX):
+        i = text.find(prefix)
+        if i >= 0:
+            digits = ""
+            for ch in text[i + len(prefix):]:
+                if not ch.isdigit():
+                    break
+                digits += ch
+            if digits:
+                return int(digits)
+    return None
+
+
+def leftovers(owners=None):
+    """What test beds left on the host: a list of strings, empty if nothing.
+
+    Considers objects whose owner (the process that made the test bed) is in
+    `owners`, or, with owners=None, whose owner is gone (live owners' test beds
+    belong to tests still running).  Looks for qemu and netns-holder
+    processes, temp dirs, mounts, host network devices and named netns."""
+    def ours(owner):
+        return owner is not None and (owner in owners if owners is not None else not _alive(owner))
+
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if ("qemu-system" in cmdline or cmdline.startswith(NETNS_HOLDER_PREFIX)) and \
+                ours(_owner_of(cmdline)):
+            found.append(f"process {entry}: {cmdline[:160]}")
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), TEMP_PREFIX + "*")):
+        if ours(_owner_of(path)):
+            found.append(f"temp dir {path}")
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            if "crx-vm" in line or TEMP_PREFIX in line:
+                found.append(f"mount: {line.strip()}")
+    links = subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    for line in links.splitlines():
+        name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
+        if name.startswith((BRIDGE[:-1], TAP)):
+            found.append(f"host network device {name}")
+    if os.path.isdir("/run/netns"):
+        found += [f"named netns {n}" for n in os.listdir("/run/netns") if "crx" in n]
+    return found
+
+
+# --------------------------------------------------------------------------
 # CLI
 # --------------------------------------------------------------------------
 
@@ -729,6 +808,7 @@ def main(argv=None):
     r.add_argument("cmd", nargs=argparse.REMAINDER)
     sub.choices["shell"].add_argument("-c", "--console", type=int, default=0,
                                       help="guest whose console is on the terminal")
+    sub.add_parser("leftovers", help="list what dead test beds left (exit 1 if any)")
     b = sub.add_parser("build-initramfs")
     b.add_argument("--abi", required=True)
     b.add_argument("--modules", required=True)
@@ -738,6 +818,10 @@ def main(argv=None):
             _cli_run(args)
         elif args.what == "shell":
             _cli_shell(args)
+        elif args.what == "leftovers":
+            found = leftovers()
+            print("\n".join(found) if found else "nothing left behind")
+            sys.exit(1 if found else 0)
         else:
             print(build_initramfs(args.abi, args.modules))
     except TestbedError as e:

@@ -1,0 +1,769 @@
+/*
+ * rxe_migr_test: exercises the patched rdma_rxe's migration support from
+ * user space (runs inside the test guests).
+ *
+ *   recv    --port P --qps N [--srq] --count M --dump-after K --dump F
+ *           listen for a sender, receive sequence-numbered messages on N RC
+ *           QPs; after K messages dump the context (QPs stop) to F, F.mem
+ *           (receive buffer) and F.state, print DUMPED and wait.
+ *   send    --host H --port P --qps N --count M [--window W]
+ *           send M messages per QP; fail on any error completion.
+ *   restore --dump F --count M [--expect-fail]
+ *           in a new process: map the buffer at its old address, restore
+ *           every object with ibv_restore_object, refill (resume), and
+ *           receive the rest: every message exactly once, in order.
+ *   take    --qpn Q    hold a QP with number Q (sleeps) to provoke EBUSY
+ *   hostile            feed bad inputs to every new uverbs method
+ *
+ * Output lines: "OK ..." on success, "FAIL ..." and exit 1 otherwise.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <netdb.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <infiniband/verbs.h>
+
+#include "ibv_migr.h"
+#include "migr_ioctl.h"
+
+#define MAX_QPS 64
+#define RQ_DEPTH 32
+#define MSG_SIZE 64
+#define MSG_MAGIC 0x6d696772u
+#define GID_INDEX 1
+
+struct msg {
+	uint32_t magic;
+	uint32_t qp;
+	uint32_t seq;
+};
+
+struct opts {
+	const char *mode, *host, *dump;
+	int port, qps, srq, count, dump_after, window, expect_fail;
+	uint32_t qpn;
+};
+
+struct ep {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	struct ibv_srq *srq;
+	struct ibv_qp *qp[MAX_QPS];
+	char *buf;
+	size_t buf_len;
+};
+
+struct wire {
+	uint32_t qpn[MAX_QPS];
+	uint32_t psn[MAX_QPS];
+	uint8_t gid[16];
+};
+
+struct state {
+	int qps, srq;
+	uint64_t buf_addr, buf_len;
+	uint32_t expected[MAX_QPS];
+	uint32_t qpn[MAX_QPS];
+	long received;
+};
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("FAIL ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+	exit(1);
+}
+
+static struct ibv_context *open_ctx(void)
+{
+	int n;
+	struct ibv_device **list = ibv_get_device_list(&n);
+	struct ibv_context *ctx;
+
+	if (!list || !n)
+		die("no rdma device");
+	ctx = ibv_open_device(list[0]);
+	if (!ctx)
+		die("ibv_open_device: %s", strerror(errno));
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+static void *map_buf(size_t len, void *at)
+{
+	void *p = mmap(at, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS |
+		       (at ? MAP_FIXED_NOREPLACE : 0), -1, 0);
+
+	if (p == MAP_FAILED || (at && p != at))
+		die("mmap %zu at %p: %s", len, at, strerror(errno));
+	return p;
+}
+
+static void setup(struct ep *e, const struct opts *o, int recv_side)
+{
+	int depth = recv_side ? RQ_DEPTH : o->window;
+	int i;
+
+	e->ctx = open_ctx();
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->buf_len = (size_t)o->qps * RQ_DEPTH * MSG_SIZE;
+	e->buf = map_buf(e->buf_len, NULL);
+	e->mr = ibv_reg_mr(e->pd, e->buf, e->buf_len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	e->cq = ibv_create_cq(e->ctx, o->qps * (depth + 1), NULL, NULL, 0);
+	if (!e->pd || !e->mr || !e->cq)
+		die("setup: %s", strerror(errno));
+	if (recv_side && o->srq) {
+		struct ibv_srq_init_attr sa = {
+			.attr = { .max_wr = o->qps * RQ_DEPTH, .max_sge = 1 } };
+
+		e->srq = ibv_create_srq(e->pd, &sa);
+		if (!e->srq)
+			die("create_srq: %s", strerror(errno));
+	}
+	for (i = 0; i < o->qps; i++) {
+		struct ibv_qp_init_attr ia = {
+			.send_cq = e->cq, .recv_cq = e->cq, .srq = e->srq,
+			.cap = { .max_send_wr = depth, .max_recv_wr = e->srq ? 0 : depth,
+				 .max_send_sge = 1, .max_recv_sge = e->srq ? 0 : 1 },
+			.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		};
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+		e->qp[i] = ibv_create_qp(e->pd, &ia);
+		if (!e->qp[i] || ibv_modify_qp(e->qp[i], &a, IBV_QP_STATE |
+				IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+			die("create_qp %d: %s", i, strerror(errno));
+	}
+}
+
+static void connect_qps(struct ep *e, const struct opts *o, const struct wire *peer)
+{
+	int i;
+
+	for (i = 0; i < o->qps; i++) {
+		struct ibv_qp_attr a = {
+			.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+			.dest_qp_num = peer->qpn[i], .rq_psn = peer->psn[i],
+			.max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+			.ah_attr = { .is_global = 1, .port_num = 1,
+				     .grh = { .sgid_index = GID_INDEX, .hop_limit = 64 } },
+		};
+
+		memcpy(a.ah_attr.grh.dgid.raw, peer->gid, 16);
+		if (ibv_modify_qp(e->qp[i], &a, IBV_QP_STATE | IBV_QP_AV |
+				  IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+			die("rtr %d: %s", i, strerror(errno));
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 1000 + i;
+		a.timeout = 17;		/* ~0.5 s */
+		a.retry_cnt = 3;	/* a counted pause would exhaust this */
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		if (ibv_modify_qp(e->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				  IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+			die("rts %d: %s", i, strerror(errno));
+	}
+}
+
+static void local_wire(struct ep *e, const struct opts *o, struct wire *w)
+{
+	union ibv_gid gid;
+	int i;
+
+	memset(w, 0, sizeof(*w));
+	if (ibv_query_gid(e->ctx, 1, GID_INDEX, &gid))
+		die("query_gid");
+	memcpy(w->gid, gid.raw, 16);
+	for (i = 0; i < o->qps; i++) {
+		w->qpn[i] = e->qp[i]->qp_num;
+		w->psn[i] = 1000 + i;
+	}
+}
+
+static void xfer(int fd, void *out, void *in, size_t len)
+{
+	if (write(fd, out, len) != (ssize_t)len)
+		die("tcp write");
+	for (size_t got = 0; got < len;) {
+		ssize_t n = read(fd, (char *)in + got, len - got);
+
+		if (n <= 0)
+			die("tcp read");
+		got += n;
+	}
+}
+
+static int tcp_listen_accept(int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, s = socket(AF_INET, SOCK_STREAM, 0), c;
+
+	setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(s, (void *)&a, sizeof(a)) || listen(s, 1))
+		die("listen: %s", strerror(errno));
+	c = accept(s, NULL, NULL);
+	close(s);
+	return c;
+}
+
+static int tcp_connect(const char *host, int port)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int s, tries;
+
+	inet_pton(AF_INET, host, &a.sin_addr);
+	for (tries = 0; tries < 600; tries++) {
+		s = socket(AF_INET, SOCK_STREAM, 0);
+		if (!connect(s, (void *)&a, sizeof(a)))
+			return s;
+		close(s);
+		usleep(100000);
+	}
+	die("connect %s:%d", host, port);
+	return -1;
+}
+
+static void post_recv(struct ep *e, struct ibv_qp *qp, uint32_t slot)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)e->buf + slot * MSG_SIZE,
+			       .length = MSG_SIZE, .lkey = e->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+	int err = e->srq ? ibv_post_srq_recv(e->srq, &wr, &bad) :
+			   ibv_post_recv(qp, &wr, &bad);
+
+	if (err)
+		die("post_recv: %s", strerror(err));
+}
+
+static int qp_index(struct state *s, uint32_t qpn)
+{
+	for (int i = 0; i < s->qps; i++)
+		if (s->qpn[i] == qpn)
+			return i;
+	return -1;
+}
+
+/* receive until every QP got `count` messages or `stop_after` total */
+static void receive(struct ep *e, struct state *s, int count, long stop_after)
+{
+	long goal = (long)count * s->qps;
+
+	while (s->received < goal && (stop_after < 0 || s->received < stop_after)) {
+		struct ibv_wc wc[16];
+		int n = ibv_poll_cq(e->cq, 16, wc);
+
+		if (n < 0)
+			die("poll_cq");
+		for (int i = 0; i < n; i++) {
+			struct msg *m = (void *)(e->buf + wc[i].wr_id * MSG_SIZE);
+			int qi = qp_index(s, wc[i].qp_num);
+
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("recv completion %s", ibv_wc_status_str(wc[i].status));
+			if (qi < 0 || m->magic != MSG_MAGIC || m->qp != (uint32_t)qi)
+				die("bad message on qpn %u", wc[i].qp_num);
+			if (m->seq != s->expected[qi])
+				die("qp %d: got seq %u, expected %u", qi, m->seq,
+				    s->expected[qi]);
+			s->expected[qi]++;
+			s->received++;
+			memset(m, 0, sizeof(*m));
+			post_recv(e, e->srq ? NULL : e->qp[qi], wc[i].wr_id);
+		}
+	}
+}
+
+static void write_file(const char *path, const void *p, size_t len)
+{
+	FILE *f = fopen(path, "w");
+
+	if (!f || fwrite(p, 1, len, f) != len || fclose(f))
+		die("write %s", path);
+}
+
+static void *read_file(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "r");
+	char *p;
+	long n;
+
+	if (!f)
+		die("open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	rewind(f);
+	p = malloc(n ? n : 1);
+	if (fread(p, 1, n, f) != (size_t)n)
+		die("read %s", path);
+	fclose(f);
+	*len = n;
+	return p;
+}
+
+static int do_recv(const struct opts *o)
+{
+	struct ep e = {0};
+	struct state s = {0};
+	struct wire me, peer;
+	char path[512];
+	int fd, count, len, cap = 1 << 20;
+	void *dump;
+
+	setup(&e, o, 1);
+	s.qps = o->qps;
+	s.srq = o->srq;
+	for (int i = 0; i < o->qps; i++) {
+		s.qpn[i] = e.qp[i]->qp_num;
+		for (int k = 0; k < RQ_DEPTH; k++)
+			post_recv(&e, e.qp[i], i * RQ_DEPTH + k);
+	}
+	local_wire(&e, o, &me);
+	fd = tcp_listen_accept(o->port);
+	xfer(fd, &me, &peer, sizeof(me));
+	connect_qps(&e, o, &peer);
+	xfer(fd, &me, &peer, 1);	/* both sides ready */
+
+	receive(&e, &s, o->count, o->dump_after);
+	if (s.received >= (long)o->count * o->qps) {
+		printf("OK received all without dump\n");
+		return 0;
+	}
+	dump = malloc(cap);
+	len = ibv_dump_context(e.ctx, &count, dump, cap);
+	if (len < 0 || len > cap)
+		die("ibv_dump_context: %d", len);
+	if (ibv_migr_check_dump(dump, len))
+		die("dump does not validate");
+	s.buf_addr = (uintptr_t)e.buf;
+	s.buf_len = e.buf_len;
+	snprintf(path, sizeof(path), "%s", o->dump);
+	write_file(path, dump, len);
+	snprintf(path, sizeof(path), "%s.mem", o->dump);
+	write_file(path, e.buf, e.buf_len);
+	snprintf(path, sizeof(path), "%s.state", o->dump);
+	write_file(path, &s, sizeof(s));
+	printf("DUMPED %d objects, %d bytes, after %ld messages\n", count, len,
+	       s.received);
+	fflush(stdout);
+	for (;;)
+		pause();	/* the source stays until the test kills it */
+}
+
+static int do_send(const struct opts *o)
+{
+	struct ep e = {0};
+	struct wire me, peer;
+	uint32_t sent[MAX_QPS] = {0}, done[MAX_QPS] = {0};
+	long total_done = 0, goal = (long)o->count * o->qps;
+	int fd;
+
+	setup(&e, o, 0);
+	local_wire(&e, o, &me);
+	fd = tcp_connect(o->host, o->port);
+	xfer(fd, &me, &peer, sizeof(me));
+	connect_qps(&e, o, &peer);
+	xfer(fd, &me, &peer, 1);
+
+	while (total_done < goal) {
+		struct ibv_wc wc[16];
+		int n;
+
+		for (int i = 0; i < o->qps; i++) {
+			while (sent[i] < (uint32_t)o->count &&
+			       sent[i] - done[i] < (uint32_t)o->window) {
+				uint32_t slot = i * RQ_DEPTH + sent[i] % o->window;
+				struct msg *m = (void *)(e.buf + slot * MSG_SIZE);
+				struct ibv_sge sge = { .addr = (uintptr_t)m,
+					.length = MSG_SIZE, .lkey = e.mr->lkey };
+				struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge,
+					.num_sge = 1, .opcode = IBV_WR_SEND,
+					.send_flags = IBV_SEND_SIGNALED }, *bad;
+
+				m->magic = MSG_MAGIC;
+				m->qp = i;
+				m->seq = sent[i];
+				if (ibv_post_send(e.qp[i], &wr, &bad))
+					die("post_send");
+				sent[i]++;
+			}
+		}
+		n = ibv_poll_cq(e.cq, 16, wc);
+		if (n < 0)
+			die("poll_cq");
+		for (int k = 0; k < n; k++) {
+			if (wc[k].status != IBV_WC_SUCCESS)
+				die("send completion on qp %lu: %s", wc[k].wr_id,
+				    ibv_wc_status_str(wc[k].status));
+			done[wc[k].wr_id]++;
+			total_done++;
+		}
+	}
+	for (int i = 0; i < o->qps; i++) {
+		struct ibv_qp_attr a;
+		struct ibv_qp_init_attr ia;
+
+		if (ibv_query_qp(e.qp[i], &a, IBV_QP_STATE, &ia) ||
+		    a.qp_state != IBV_QPS_RTS)
+			die("qp %d not in RTS at the end", i);
+	}
+	printf("OK sent %ld messages\n", goal);
+	return 0;
+}
+
+struct restored {
+	void *obj;
+	int type;
+	uint32_t handle;
+};
+
+static void *find(struct restored *r, int n, int type, uint32_t handle)
+{
+	for (int i = 0; i < n; i++)
+		if (r[i].type == type && r[i].handle == handle)
+			return r[i].obj;
+	return NULL;
+}
+
+static void destroy_all(struct restored *r, int n)
+{
+	for (int i = n - 1; i >= 0; i--)
+		switch (r[i].type) {
+		case IBV_MIGR_OBJ_QP: ibv_destroy_qp(r[i].obj); break;
+		case IBV_MIGR_OBJ_SRQ: ibv_destroy_srq(r[i].obj); break;
+		case IBV_MIGR_OBJ_CQ: ibv_destroy_cq(r[i].obj); break;
+		case IBV_MIGR_OBJ_MR: ibv_dereg_mr(r[i].obj); break;
+		case IBV_MIGR_OBJ_PD: ibv_dealloc_pd(r[i].obj); break;
+		}
+}
+
+static int do_restore(const struct opts *o)
+{
+	struct restored objs[4 * MAX_QPS + 8];
+	const struct rxe_migr_rec_hdr *rec = NULL;
+	struct ep e = {0};
+	struct state *s;
+	size_t dlen, mlen, slen;
+	char path[512];
+	void *dump, *mem;
+	int n = 0, err = 0;
+
+	dump = read_file(o->dump, &dlen);
+	snprintf(path, sizeof(path), "%s.mem", o->dump);
+	mem = read_file(path, &mlen);
+	snprintf(path, sizeof(path), "%s.state", o->dump);
+	s = read_file(path, &slen);
+	if (slen != sizeof(*s) || mlen != s->buf_len || ibv_migr_check_dump(dump, dlen))
+		die("bad dump files");
+
+	e.ctx = open_ctx();
+	e.buf = map_buf(s->buf_len, (void *)(uintptr_t)s->buf_addr);
+	e.buf_len = s->buf_len;
+	memcpy(e.buf, mem, mlen);
+
+	/* CREATE in dump order (dependencies come first), then REFILL */
+	while (!err && (rec = ibv_migr_next_record(dump, dlen, rec, &err))) {
+		struct ibv_restore_args a = { .record = rec };
+		void *obj = NULL;
+		const void *b = rec + 1;
+
+		if (rec->type == IBV_MIGR_OBJ_MR) {
+			a.pd = find(objs, n, IBV_MIGR_OBJ_PD,
+				    ((const struct rxe_migr_mr *)b)->pd_handle);
+		} else if (rec->type == IBV_MIGR_OBJ_SRQ) {
+			a.pd = find(objs, n, IBV_MIGR_OBJ_PD,
+				    ((const struct rxe_migr_srq *)b)->pd_handle);
+		} else if (rec->type == IBV_MIGR_OBJ_QP) {
+			const struct rxe_migr_qp *q = b;
+
+			a.pd = find(objs, n, IBV_MIGR_OBJ_PD, q->pd_handle);
+			a.send_cq = find(objs, n, IBV_MIGR_OBJ_CQ, q->send_cq_handle);
+			a.recv_cq = find(objs, n, IBV_MIGR_OBJ_CQ, q->recv_cq_handle);
+			a.srq = q->srq_handle == ~0u ? NULL :
+				find(objs, n, IBV_MIGR_OBJ_SRQ, q->srq_handle);
+		}
+		err = ibv_restore_object(e.ctx, &obj, rec->type, IBV_RESTORE_CREATE,
+					 &a, sizeof(a));
+		if (err) {
+			printf("restore of type %u handle %u: %s\n", rec->type,
+			       rec->handle, strerror(-err));
+			break;
+		}
+		objs[n].obj = obj;
+		objs[n].type = rec->type;
+		objs[n].handle = rec->handle;
+		n++;
+		if (rec->type == IBV_MIGR_OBJ_MR)
+			e.mr = obj;
+		else if (rec->type == IBV_MIGR_OBJ_CQ)
+			e.cq = obj;
+		else if (rec->type == IBV_MIGR_OBJ_SRQ)
+			e.srq = obj;
+	}
+	for (rec = NULL; !err && (rec = ibv_migr_next_record(dump, dlen, rec, &err));) {
+		struct ibv_restore_args a = { .record = rec };
+		void *obj = find(objs, n, rec->type, rec->handle);
+
+		err = ibv_restore_object(e.ctx, &obj, rec->type, IBV_RESTORE_REFILL,
+					 &a, sizeof(a));
+		if (err)
+			printf("refill of type %u handle %u: %s\n", rec->type,
+			       rec->handle, strerror(-err));
+	}
+	ibv_restore_object(e.ctx, NULL, 0, IBV_RESTORE_FINISH, NULL, 0);
+	if (err) {
+		destroy_all(objs, n);
+		if (o->expect_fail) {
+			printf("OK restore failed cleanly: %s\n", strerror(-err));
+			return 0;
+		}
+		die("restore: %s", strerror(-err));
+	}
+	if (o->expect_fail)
+		die("restore succeeded although it should not");
+	for (int i = 0, k = 0; i < n; i++)
+		if (objs[i].type == IBV_MIGR_OBJ_QP)
+			e.qp[k++] = objs[i].obj;
+	printf("RESTORED %d objects\n", n);
+	fflush(stdout);
+	receive(&e, s, o->count, -1);
+	printf("OK received %ld messages, each once and in order\n", s->received);
+	return 0;
+}
+
+static int do_take(const struct opts *o)
+{
+	struct ep e = {0};
+	struct opts one = *o;
+	int err;
+
+	one.qps = 0;
+	setup(&e, &one, 1);
+	err = ibv_migr_set_next(e.ctx, IBV_MIGR_OBJ_QP, o->qpn, 0);
+	if (err)
+		die("set_next: %s", strerror(-err));
+	{
+		struct ibv_qp_init_attr ia = { .send_cq = e.cq, .recv_cq = e.cq,
+			.cap = { .max_send_wr = 1, .max_recv_wr = 1,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.qp_type = IBV_QPT_RC };
+		struct ibv_qp *qp = ibv_create_qp(e.pd, &ia);
+
+		if (!qp || qp->qp_num != o->qpn)
+			die("could not take qpn %u", o->qpn);
+		/* a second one with the same number must fail with EBUSY */
+		ibv_migr_set_next(e.ctx, IBV_MIGR_OBJ_QP, o->qpn, 0);
+		if (ibv_create_qp(e.pd, &ia) || errno != EBUSY)
+			die("duplicate qpn not refused with EBUSY (errno %d)", errno);
+	}
+	printf("TAKEN qpn %u\n", o->qpn);
+	fflush(stdout);
+	for (;;)
+		pause();
+}
+
+/* --- hostile inputs ------------------------------------------------ */
+
+static int raw(struct ibv_context *ctx, uint16_t method, const void *in,
+	       size_t in_len, void *out, size_t out_len, int handle_attr,
+	       uint32_t handle)
+{
+	struct migr_call c;
+	uint32_t total;
+
+	migr_call_init(&c, method);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, in, in_len);
+	if (out) {
+		migr_attr_out(&c, RXE_MIGR_ATTR_OUT, out, out_len);
+		migr_attr_out(&c, RXE_MIGR_ATTR_OUT_LEN, &total, sizeof(total));
+	}
+	if (handle_attr)
+		migr_attr_handle(&c, handle_attr, handle);
+	return migr_call_run(ctx->cmd_fd, &c);
+}
+
+static int failures;
+
+static void expect_err(const char *what, int err)
+{
+	if (err >= 0) {
+		printf("hostile %s: accepted (%d)\n", what, err);
+		failures++;
+	} else {
+		printf("hostile %s: %s\n", what, strerror(-err));
+	}
+}
+
+static int do_hostile(const struct opts *o)
+{
+	struct ep e = {0}, other = {0};
+	struct opts one = *o;
+	char big[70000], out[4096];
+	struct rxe_migr_dump_req dr = { .version = RXE_MIGR_ABI_VERSION };
+	struct rxe_migr_set_next sn = { .version = RXE_MIGR_ABI_VERSION };
+	struct rxe_migr_qp_ctl qc = { .version = RXE_MIGR_ABI_VERSION, .op = 1 };
+	struct rxe_migr_restore_queue *rq = (void *)big;
+	struct rxe_migr_restore_qp *rqp = (void *)big;
+	int len, count;
+
+	one.qps = 1;
+	one.window = 4;
+	setup(&e, &one, 1);
+	setup(&other, &one, 1);
+	memset(big, 0x5a, sizeof(big));
+
+	/* wrong version everywhere */
+	dr.version = 99;
+	expect_err("dump version", raw(e.ctx, RXE_MIGR_METHOD_DUMP, &dr, sizeof(dr), out, sizeof(out), 0, 0));
+	dr.version = RXE_MIGR_ABI_VERSION;
+	dr.flags = 0x80;
+	expect_err("dump flags", raw(e.ctx, RXE_MIGR_METHOD_DUMP, &dr, sizeof(dr), out, sizeof(out), 0, 0));
+	dr.flags = 0;
+	expect_err("dump truncated input", raw(e.ctx, RXE_MIGR_METHOD_DUMP, &dr, 6, out, sizeof(out), 0, 0));
+	dr.offset = 1u << 30;
+	expect_err("dump huge offset", raw(e.ctx, RXE_MIGR_METHOD_DUMP, &dr, sizeof(dr), out, sizeof(out), 0, 0));
+	dr.offset = 0;
+	sn.version = 2;
+	expect_err("set_next version", raw(e.ctx, RXE_MIGR_METHOD_SET_NEXT, &sn, sizeof(sn), NULL, 0, 0, 0));
+	sn.version = RXE_MIGR_ABI_VERSION;
+	sn.type = 77;
+	expect_err("set_next type", raw(e.ctx, RXE_MIGR_METHOD_SET_NEXT, &sn, sizeof(sn), NULL, 0, 0, 0));
+	sn.type = RXE_MIGR_OBJ_QP;
+	sn.number = 0xffffffffu;
+	expect_err("set_next huge qpn", raw(e.ctx, RXE_MIGR_METHOD_SET_NEXT, &sn, sizeof(sn), NULL, 0, 0, 0));
+	sn.type = RXE_MIGR_OBJ_MR;
+	sn.number = 5;
+	sn.key = 0x1234;
+	expect_err("set_next mr key", raw(e.ctx, RXE_MIGR_METHOD_SET_NEXT, &sn, sizeof(sn), NULL, 0, 0, 0));
+	qc.op = 9;
+	expect_err("qp_ctl op", raw(e.ctx, RXE_MIGR_METHOD_QP_CTL, &qc, sizeof(qc), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
+	qc.op = RXE_MIGR_QP_STOP;
+	expect_err("qp_ctl foreign handle", raw(e.ctx, RXE_MIGR_METHOD_QP_CTL, &qc, sizeof(qc), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, 4242));
+	expect_err("qp_ctl cq handle as qp", raw(e.ctx, RXE_MIGR_METHOD_QP_CTL, &qc, sizeof(qc), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.cq->handle));
+
+	/* restore_queue: geometry, offsets, huge lengths, wrong handles */
+	memset(rq, 0, sizeof(*rq));
+	rq->version = RXE_MIGR_ABI_VERSION;
+	rq->which = RXE_MIGR_Q_CQ;
+	rq->queue.num_elem = 1u << 30;
+	rq->queue.elem_size = 32;
+	rq->queue.data_len = 0xffffffffu;
+	expect_err("restore_queue geometry", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, 60000, NULL, 0, RXE_MIGR_ATTR_CQ_HANDLE, e.cq->handle));
+	rq->which = 99;
+	expect_err("restore_queue which", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, sizeof(*rq), NULL, 0, RXE_MIGR_ATTR_CQ_HANDLE, e.cq->handle));
+	rq->which = RXE_MIGR_Q_SQ;
+	expect_err("restore_queue missing qp handle", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, sizeof(*rq), NULL, 0, RXE_MIGR_ATTR_CQ_HANDLE, e.cq->handle));
+	expect_err("restore_queue truncated", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, 10, NULL, 0, RXE_MIGR_ATTR_CQ_HANDLE, e.cq->handle));
+
+	/* restore_qp with garbage and with a dumped record mangled */
+	expect_err("restore_qp garbage", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, sizeof(*rqp), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
+	expect_err("restore_qp truncated", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, 100, NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
+	memset(rqp, 0, sizeof(*rqp));
+	rqp->version = RXE_MIGR_ABI_VERSION;
+	rqp->qp.qpn = e.qp[0]->qp_num;
+	rqp->qp.qp_type = IBV_QPT_RC;
+	rqp->qp.req_state = rqp->qp.comp_state = rqp->qp.resp_state = 2;
+	rqp->qp.req_psn = 0xffffffffu;
+	expect_err("restore_qp qp not in RTS / bad psn", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, sizeof(*rqp), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
+
+	/* library-level: a truncated and a corrupted dump */
+	len = ibv_dump_context_flags(e.ctx, &count, big, sizeof(big), IBV_MIGR_DUMP_NO_STOP);
+	if (len <= 0)
+		die("dump: %d", len);
+	expect_err("check truncated dump", ibv_migr_check_dump(big, len - 8));
+	((struct rxe_migr_rec_hdr *)(big + sizeof(struct rxe_migr_dump_hdr)))->len = 0xfffffff0u;
+	expect_err("check corrupted dump", ibv_migr_check_dump(big, len));
+	((struct rxe_migr_dump_hdr *)big)->version = 7;
+	expect_err("check dump version", ibv_migr_check_dump(big, len));
+	{
+		struct ibv_restore_args a = { .record = (void *)(big + sizeof(struct rxe_migr_dump_hdr)) };
+		void *obj = NULL;
+
+		expect_err("restore_object bad record", ibv_restore_object(e.ctx, &obj, IBV_MIGR_OBJ_QP, IBV_RESTORE_CREATE, &a, sizeof(a)));
+		expect_err("restore_object bad cmd", ibv_restore_object(e.ctx, &obj, IBV_MIGR_OBJ_QP, 42, &a, sizeof(a)));
+	}
+	/* random bytes into every method */
+	srand(1);
+	for (int round = 0; round < 200; round++) {
+		uint16_t m = RXE_MIGR_METHOD_SET_NEXT + rand() % 5;
+		size_t l = rand() % 2048;
+
+		for (size_t i = 0; i < l; i++)
+			big[i] = rand();
+		((uint32_t *)big)[0] = RXE_MIGR_ABI_VERSION;
+		if (m == RXE_MIGR_METHOD_DUMP)
+			continue;	/* random flags could stop our QPs: fine, but skip */
+		raw(e.ctx, m, big, l, NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle);
+	}
+	printf(failures ? "FAIL %d hostile inputs accepted\n" : "OK hostile inputs refused\n",
+	       failures);
+	return failures ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "host", 1, 0, 'h' }, { "port", 1, 0, 'p' }, { "qps", 1, 0, 'q' },
+		{ "srq", 0, 0, 's' }, { "count", 1, 0, 'c' }, { "dump-after", 1, 0, 'a' },
+		{ "dump", 1, 0, 'd' }, { "window", 1, 0, 'w' }, { "qpn", 1, 0, 'n' },
+		{ "expect-fail", 0, 0, 'f' }, { 0 } };
+	struct opts o = { .port = 18515, .qps = 1, .count = 1000, .dump_after = -1,
+			  .window = 8 };
+	int c;
+
+	if (argc < 2)
+		die("usage: rxe_migr_test recv|send|restore|take|hostile [options]");
+	o.mode = argv[1];
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'h': o.host = optarg; break;
+		case 'p': o.port = atoi(optarg); break;
+		case 'q': o.qps = atoi(optarg); break;
+		case 's': o.srq = 1; break;
+		case 'c': o.count = atoi(optarg); break;
+		case 'a': o.dump_after = atoi(optarg); break;
+		case 'd': o.dump = optarg; break;
+		case 'w': o.window = atoi(optarg); break;
+		case 'n': o.qpn = strtoul(optarg, NULL, 0); break;
+		case 'f': o.expect_fail = 1; break;
+		default: die("bad option");
+		}
+	}
+	if (o.qps < 0 || o.qps > MAX_QPS || o.window < 1 || o.window > RQ_DEPTH)
+		die("bad --qps/--window");
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(o.mode, "recv"))
+		return do_recv(&o);
+	if (!strcmp(o.mode, "send"))
+		return do_send(&o);
+	if (!strcmp(o.mode, "restore"))
+		return do_restore(&o);
+	if (!strcmp(o.mode, "take"))
+		return do_take(&o);
+	if (!strcmp(o.mode, "hostile"))
+		return do_hostile(&o);
+	die("unknown mode %s", o.mode);
+}

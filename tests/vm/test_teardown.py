@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Teardown leaves nothing on the host: after the suite (this test runs last),
+and when a test bed's owner fails, is interrupted or is killed."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from vmtest import VmTestCase, main, testbed
+
+CHILD = r"""
+import sys, time
+sys.path.insert(0, {here!r})
+from testbed import Testbed
+mode = {mode!r}
+with Testbed(1, rxe=False) as tb:
+    print("booted", flush=True)
+    if mode == "fail":
+        raise RuntimeError("a failing test")
+    time.sleep(3600)
+"""
+
+
+def qemu_pids(owner):
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    cmd = f.read().decode("utf-8", "replace")
+            except OSError:
+                continue
+            if "qemu-system" in cmd and f"{testbed.TEMP_PREFIX}{owner}." in cmd:
+                pids.append(int(entry))
+    return pids
+
+
+class TeardownTest(VmTestCase):
+    def test_0_the_suite_left_nothing(self):
+        self.assertEqual(testbed.leftovers(), [])
+
+    def owner(self, mode):
+        child = subprocess.Popen([sys.executable, "-c", CHILD.format(
+            here=os.path.dirname(testbed.__file__), mode=mode)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.addCleanup(self.reap, child)
+        return child
+
+    @staticmethod
+    def reap(child):
+        if child.poll() is None:
+            child.kill()
+        child.communicate()
+
+    def wait_until(self, what, cond, timeout=300):
+        deadline = time.monotonic() + timeout
+        while not cond():
+            self.assertLess(time.monotonic(), deadline, f"timed out waiting for {what}")
+            time.sleep(0.2)
+
+    def interrupt_while_booting(self, sig):
+        child = self.owner("sleep")
+        self.wait_until("qemu", lambda: qemu_pids(child.pid))
+        time.sleep(2)  # let it get going
+        child.send_signal(sig)
+        child.wait(timeout=120)
+        self.wait_until("qemu to go", lambda: not qemu_pids(child.pid), timeout=60)
+        return child
+
+    def test_sigint(self):
+        child = self.interrupt_while_booting(signal.SIGINT)
+        self.assertEqual(testbed.leftovers({child.pid}), [])
+
+    def test_sigterm(self):
+        child = self.interrupt_while_booting(signal.SIGTERM)
+        self.assertEqual(child.returncode, -signal.SIGTERM)
+        self.assertEqual(testbed.leftovers({child.pid}), [])
+
+    def test_sigkill(self):
+        child = self.interrupt_while_booting(signal.SIGKILL)
+        # qemu and the namespace die with their owner; only the temp dir
+        # stays until the next test bed sweeps it.
+        self.wait_until("netns holder to go", lambda: not [
+            x for x in testbed.leftovers({child.pid}) if x.startswith("process")], timeout=60)
+        self.assertTrue([x for x in testbed.leftovers({child.pid}) if x.startswith("temp dir")],
+                        "the killed owner's temp dir should still be there (and be seen)")
+        testbed._sweep_stale_tempdirs()
+        self.assertEqual(testbed.leftovers({child.pid}), [])
+
+    def test_failing_test(self):
+        child = self.owner("fail")
+        out, err = child.communicate(timeout=600)
+        self.assertIn("booted", out)
+        self.assertIn("RuntimeError: a failing test", err)
+        self.assertEqual(testbed.leftovers({child.pid}), [])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,28 @@
+// File access inside cgroupfs with errors that name the file and the value.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace crx::cgroup::fs {
+
+// One write() of value to dir/file; throws
+// "cgroup: write <value> to <dir/file>: <strerror>".
+void write(const std::string& dir, const std::string& file, const std::string& value);
+// Contents without the trailing newline; throws naming the file.
+std::string read(const std::string& dir, const std::string& file);
+std::optional<std::string> read_if_exists(const std::string& dir, const std::string& file);
+bool exists(const std::string& dir, const std::string& file);
+// A number; "max" reads as UINT64_MAX; a missing file as 0.
+uint64_t read_u64(const std::string& dir, const std::string& file);
+// "key value" lines (memory.stat, cpu.stat, memory.events, ...).
+std::map<std::string, uint64_t> read_flat_keyed(const std::string& dir, const std::string& file);
+
+// mkdir; returns false if it already existed.
+bool make_dir(const std::string& dir);
+// rmdir dir and any sub-cgroups below it, deepest first, retrying for about
+// a second while EBUSY (exiting tasks). Missing dirs are fine.
+void remove_dir(const std::string& dir);
+
+}  // namespace crx::cgroup::fs

@@ -1,0 +1,43 @@
+// Pure path logic of the cgroup driver: where a container's cgroup lives in
+// each hierarchy. Everything here works on text (mountinfo, /proc/self/cgroup)
+// so it is unit-tested without root.
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+namespace crx::cgroup {
+
+// A mounted cgroup hierarchy from /proc/self/mountinfo.
+struct Hierarchy {
+  std::string mountpoint;
+  std::string root;                      // the mount's root inside the hierarchy
+  bool v2 = false;
+  std::vector<std::string> controllers;  // v1: "cpu", "name=systemd", ...
+};
+
+std::vector<Hierarchy> parse_mountinfo(const std::string& text);
+// "4:memory:/a" -> {"memory": "/a"}; "2:cpu,cpuacct:/" -> both; "0::/x" -> {"": "/x"}.
+std::map<std::string, std::string> parse_proc_cgroup(const std::string& text);
+
+// runc's CleanPath: lexical, never above the start ("../a" -> "a",
+// "/a/../../b" -> "/b"); relative stays relative.
+std::string clean_cgroup_path(const std::string& path);
+
+// systemd "slice:prefix:name" -> the path systemd gives the scope:
+// "system.slice:crx:abc" -> "/system.slice/crx-abc.scope",
+// "a-b.slice:p:n" -> "/a.slice/a-b.slice/p-n.scope". Throws on a bad form.
+std::string systemd_cgroup_path(const std::string& cgroups_path, const std::string& id);
+
+// Where the container's directories go, controller -> directory. The keys
+// are v1 controller names (both of "cpu,cpuacct") and "unified" for the
+// cgroup2 directory. `own` is parse_proc_cgroup() of the caller.
+struct Placement {
+  std::vector<Hierarchy> hierarchies;   // only those below the cgroup root
+  std::map<std::string, std::string> own;
+  bool use_v1 = true;                   // false on pure v2
+};
+std::map<std::string, std::string> container_dirs(const Placement& where,
+                                                  const std::string& inner_path);
+
+}  // namespace crx::cgroup

@@ -7,6 +7,7 @@
 #include <cctype>
 
 #include "spec/parse_parts.hpp"
+#include "spec/seccomp_names.hpp"
 
 namespace crx::spec {
 namespace detail {
@@ -55,7 +56,7 @@ void check_architecture(const Field& f, const std::string& name) {
 
 bool known_syscall(const std::string& name) {
   if (seccomp_syscall_resolve_name(name.c_str()) != __NR_SCMP_ERROR) return true;
-  return contains(kNewerSyscalls, name);
+  return syscall_unknown_to_libseccomp(name);
 }
 
 bool allows_errno(const std::string& action) {
@@ -98,6 +99,14 @@ SeccompSyscall parse_syscall(const Field& f) {
 }
 
 }  // namespace
+}  // namespace detail
+
+bool syscall_unknown_to_libseccomp(const std::string& name) {
+  return detail::contains(detail::kNewerSyscalls, name) &&
+         seccomp_syscall_resolve_name(name.c_str()) == __NR_SCMP_ERROR;
+}
+
+namespace detail {
 
 Seccomp parse_seccomp_field(const Field& f) {
   f.expect_object();

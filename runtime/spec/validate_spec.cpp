@@ -50,13 +50,25 @@ bool is_ipc_sysctl(const std::string& key) {
   return key.rfind("fs.mqueue.", 0) == 0;
 }
 
+// "net/ipv4/ip_forward" is the slash form of "net.ipv4.ip_forward" (runc
+// takes both); in it a dot belongs to a name ("eth0.100"), so swap them.
+std::string dotted(const std::string& key) {
+  auto slash = key.find('/');
+  auto dot = key.find('.');
+  if (slash == std::string::npos || (dot != std::string::npos && dot < slash)) return key;
+  std::string out = key;
+  for (auto& c : out) c = c == '/' ? '.' : c == '.' ? '/' : c;
+  return out;
+}
+
 // A sysctl is only namespaced if the container has the namespace it belongs
 // to; anything else would change the host.
 void check_sysctls(const Spec& s, const Field& linux_f) {
   if (s.linux.sysctl.empty()) return;
   Field sysctl = linux_f.required("sysctl");
-  for (const auto& [key, value] : s.linux.sysctl) {
-    Field f = sysctl.required(key);
+  for (const auto& [raw_key, value] : s.linux.sysctl) {
+    Field f = sysctl.required(raw_key);
+    std::string key = dotted(raw_key);
     if (is_ipc_sysctl(key)) {
       if (!s.linux.find_namespace("ipc")) f.fail("sysctl needs an ipc namespace");
       continue;

@@ -1,4 +1,5 @@
 // Every kind of bad config.json gives one line that names the JSON path.
+#include "spec/seccomp_names.hpp"
 #include "spec_test_util.hpp"
 
 namespace {
@@ -270,6 +271,34 @@ TEST(SpecErrors, SeccompAcceptsOtherArchSyscallsAndNewerOnes) {
               "syscalls": [{"names": ["arm_fadvise64_64", "socketcall", "mseal", "clone3"],
                             "action": "SCMP_ACT_ALLOW"}]}}})"),
             "");
+}
+
+TEST(SpecErrors, SyscallsOnlyNewerKernelsKnowAreMarkedForTheFilterBuilder) {
+  EXPECT_TRUE(crx::spec::syscall_unknown_to_libseccomp("mseal"));
+  EXPECT_FALSE(crx::spec::syscall_unknown_to_libseccomp("read"));
+  EXPECT_FALSE(crx::spec::syscall_unknown_to_libseccomp("frobnicate"));
+}
+
+TEST(SpecErrors, SysctlSlashFormFollowsTheSameRules) {
+  EXPECT_EQ(error_with(R"({"linux": {"sysctl": {"net/ipv4/conf/eth0.100/forwarding": "1"}}})"),
+            "config.json: .linux.sysctl[\"net/ipv4/conf/eth0.100/forwarding\"]: sysctl needs a "
+            "network namespace");
+  EXPECT_EQ(error_with(R"({"linux": {"namespaces": [{"type": "mount"}, {"type": "network"}],
+              "sysctl": {"net/ipv4/conf/eth0.100/forwarding": "1"}}})"),
+            "");
+  EXPECT_EQ(error_with(R"({"linux": {"namespaces": [{"type": "ipc"}],
+              "sysctl": {"kernel/shmmax": "1"}}})"),
+            "");
+}
+
+TEST(SpecErrors, IntegersBuiltInCodeAreSigned) {
+  // nlohmann stores integers assigned in code as signed; both forms work.
+  auto doc = minimal_config();
+  doc["process"]["user"] = {{"uid", 5}, {"gid", 0}};
+  EXPECT_EQ(parse_error(doc), "");
+  doc["process"]["user"]["uid"] = -5;
+  EXPECT_EQ(parse_error(doc),
+            "config.json: .process.user.uid: expected a non-negative integer, got -5");
 }
 
 TEST(SpecErrors, ErrorsAreOneLine) {

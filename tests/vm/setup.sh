@@ -5,7 +5,9 @@
 #  2. resolves the current bookworm kernel ABI from linux-image-amd64 and
 #     unpacks that kernel (vmlinuz + modules) into the cache, never onto the
 #     host's /boot or /lib/modules,
-#  3. builds the guest initramfs (busybox-static) via testbed.py.
+#  3. builds the guest initramfs (busybox-static) and extracts the ELF
+#     kernel (qemu boots it via PVH, skipping the slow xz decompression)
+#     via testbed.py.
 #
 # Everything lives under ${CRX_CACHE:-$HOME/.cache/crx}/vm/, keyed by its
 # inputs, and is reused while they are unchanged.  The result is described by
@@ -71,6 +73,7 @@ fi
 
 # --- the initramfs, keyed by ABI and the hash of its recipe -------------------
 initrd=$(/usr/bin/python3 "$here/testbed.py" build-initramfs --abi "$abi" --modules "$kdir/modules")
+vmlinux=$(/usr/bin/python3 "$here/testbed.py" extract-vmlinux "$kdir/vmlinuz")
 
 tmp=$(mktemp "$cache/.current.XXXXXX")
 cat > "$tmp" <<ENV
@@ -78,6 +81,7 @@ CRX_VM_ABI=$abi
 CRX_VM_KERNEL_PACKAGE=${abi_pkg}=${abi_ver}
 CRX_VM_VMLINUZ=$kdir/vmlinuz
 CRX_VM_MODULES=$kdir/modules
+CRX_VM_VMLINUX=$vmlinux
 CRX_VM_INITRD=$initrd
 ENV
 mv -f "$tmp" "$cache/current.env"

@@ -1,6 +1,8 @@
 // The .linux object of config.json.
 #include <sched.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "spec/parse_parts.hpp"
@@ -49,6 +51,9 @@ IdMapping parse_id_mapping(const Field& f) {
   auto size = f.required("size");
   m.size = size.as<uint32_t>();
   if (m.size == 0) size.fail("mapping size must be above 0");
+  // The last id of the range must still be a 32-bit id.
+  uint64_t last = std::max(m.container_id, m.host_id) + static_cast<uint64_t>(m.size) - 1;
+  if (last > UINT32_MAX) size.fail("mapping range goes past id 4294967295");
   return m;
 }
 
@@ -74,8 +79,12 @@ Device parse_device(const Field& f) {
     d.major = optional_int<int64_t>(f, "major").value_or(0);
     d.minor = optional_int<int64_t>(f, "minor").value_or(0);
   } else {
-    d.major = f.required("major").as_int64();
-    d.minor = f.required("minor").as_int64();
+    auto major = f.required("major");
+    auto minor = f.required("minor");
+    d.major = major.as_int64();
+    d.minor = minor.as_int64();
+    if (d.major < 0) major.fail("device major number must not be negative");
+    if (d.minor < 0) minor.fail("device minor number must not be negative");
   }
   if (auto m = f.member("fileMode")) {
     d.file_mode = m->as<uint32_t>();

@@ -40,10 +40,34 @@ MemoryLimits parse_memory(const Field& f) {
     if (*m.swappiness > 100)
       s->fail("swappiness " + std::to_string(*m.swappiness) + " out of range [0, 100]");
   }
+  // swap is memory+swap, so it cannot be below the memory limit (-1 = unlimited).
+  if (m.swap && m.limit && *m.swap > 0 && *m.limit > 0 && *m.swap < *m.limit)
+    f.member("swap")->fail("memory+swap limit " + std::to_string(*m.swap) +
+                           " is below the memory limit " + std::to_string(*m.limit));
   m.disable_oom_killer = optional_bool(f, "disableOOMKiller");
   m.use_hierarchy = optional_bool(f, "useHierarchy");
   m.check_before_update = optional_bool(f, "checkBeforeUpdate");
   return m;
+}
+
+// "0-3,8,10-11": what cpuset.cpus and cpuset.mems take.
+void check_cpu_list(const Field& f, const std::string& list, const char* what) {
+  bool ok = !list.empty();
+  size_t i = 0;
+  while (ok && i < list.size()) {
+    auto number = [&] {
+      size_t start = i;
+      while (i < list.size() && std::isdigit(static_cast<unsigned char>(list[i]))) ++i;
+      return i > start;
+    };
+    ok = number();
+    if (ok && i < list.size() && list[i] == '-') {
+      ++i;
+      ok = number();
+    }
+    if (ok && i < list.size()) ok = list[i++] == ',' && i < list.size();
+  }
+  if (!ok) f.fail(std::string("invalid ") + what + " list \"" + list + "\" (expected e.g. \"0-3,8\")");
 }
 
 CpuLimits parse_cpu(const Field& f) {
@@ -55,8 +79,14 @@ CpuLimits parse_cpu(const Field& f) {
   c.period = optional_int<uint64_t>(f, "period");
   c.realtime_runtime = optional_int<int64_t>(f, "realtimeRuntime");
   c.realtime_period = optional_int<uint64_t>(f, "realtimePeriod");
-  c.cpus = string_or_empty(f, "cpus");
-  c.mems = string_or_empty(f, "mems");
+  if (auto cpus = f.member("cpus")) {
+    c.cpus = cpus->as_string();
+    if (!c.cpus.empty()) check_cpu_list(*cpus, c.cpus, "cpu");
+  }
+  if (auto mems = f.member("mems")) {
+    c.mems = mems->as_string();
+    if (!c.mems.empty()) check_cpu_list(*mems, c.mems, "memory node");
+  }
   c.idle = optional_int<int64_t>(f, "idle");
   return c;
 }

@@ -223,6 +223,33 @@ TEST(SpecErrors, Resources) {
             "cgroup file name");
 }
 
+TEST(SpecErrors, ResourceValueRules) {
+  EXPECT_EQ(error_with(R"({"linux": {"resources": {"memory": {"limit": 200, "swap": 100}}}})"),
+            "config.json: .linux.resources.memory.swap: memory+swap limit 100 is below the "
+            "memory limit 200");
+  EXPECT_EQ(error_with(R"({"linux": {"resources": {"memory": {"limit": 200, "swap": -1}}}})"), "");
+  EXPECT_EQ(error_with(R"({"linux": {"resources": {"cpu": {"cpus": "0-"}}}})"),
+            "config.json: .linux.resources.cpu.cpus: invalid cpu list \"0-\" (expected e.g. "
+            "\"0-3,8\")");
+  EXPECT_EQ(error_with(R"({"linux": {"resources": {"cpu": {"mems": "0,,1"}}}})"),
+            "config.json: .linux.resources.cpu.mems: invalid memory node list \"0,,1\" "
+            "(expected e.g. \"0-3,8\")");
+  EXPECT_EQ(error_with(R"({"linux": {"resources": {"cpu": {"cpus": "1,"}}}})"),
+            "config.json: .linux.resources.cpu.cpus: invalid cpu list \"1,\" (expected e.g. "
+            "\"0-3,8\")");
+  EXPECT_EQ(error_with(R"({"linux": {"resources": {"cpu": {"cpus": "0-3,8,10-11", "mems": ""}}}})"),
+            "");
+}
+
+TEST(SpecErrors, IdRangesAndDeviceNumbers) {
+  EXPECT_EQ(error_with(R"({"linux": {"namespaces": [{"type": "user"}],
+              "uidMappings": [{"containerID": 0, "hostID": 4294967295, "size": 2}],
+              "gidMappings": [{"containerID": 0, "hostID": 0, "size": 1}]}})"),
+            "config.json: .linux.uidMappings[0].size: mapping range goes past id 4294967295");
+  EXPECT_EQ(error_with(R"({"linux": {"devices": [{"path": "/dev/x", "type": "c", "major": -1, "minor": 1}]}})"),
+            "config.json: .linux.devices[0].major: device major number must not be negative");
+}
+
 TEST(SpecErrors, Seccomp) {
   EXPECT_EQ(error_with(R"({"linux": {"seccomp": {}}})"),
             "config.json: .linux.seccomp.defaultAction: required field missing");

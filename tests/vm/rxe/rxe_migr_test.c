@@ -582,6 +582,7 @@ static int do_take(const struct opts *o)
 	fflush(stdout);
 	for (;;)
 		pause();
+	return 0;
 }
 
 /* --- hostile inputs ------------------------------------------------ */

@@ -1,0 +1,121 @@
+/*
+ * ibv_migr.h - checkpoint/restore of verbs objects (crx, after MigrOS).
+ *
+ * Works with Debian's unmodified libibverbs 44 / librxe and the patched
+ * rdma_rxe.ko of crx's rxe-patches/: the calls are driver-specific uverbs
+ * ioctls (ABI: rxe_migr_abi.h) on ibv_context->cmd_fd.  The caller needs
+ * CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN.  All functions return 0 (or a
+ * size) on success and a negative errno on failure; they never abort.
+ *
+ * Dump
+ *   ibv_dump_context() stops every QP of the context (a stopped QP sends
+ *   nothing and answers its partner with NAK_STOPPED, which pauses the
+ *   partner) and writes one consistent snapshot of all PDs, MRs, CQs,
+ *   SRQs and QPs into the buffer, in the format documented in
+ *   rxe_migr_abi.h.  Records are ordered for restore.
+ *
+ * Restore (in a fresh context, typically in the restored process)
+ *   For each record, in dump order:
+ *     ibv_restore_object(ctx, &obj, type, IBV_RESTORE_CREATE, &args, sizeof args)
+ *   recreates the object with its original uverbs handle, number (QPN,
+ *   MR index, SRQ number) and keys; then for CQs, SRQs and QPs:
+ *     ibv_restore_object(ctx, &obj, type, IBV_RESTORE_REFILL, &args, sizeof args)
+ *   restores the ring contents and indices; for a QP it also moves the QP
+ *   to RTS with the dumped attributes, restores the internal transport
+ *   state and sends the resume message to the partner, which then carries
+ *   on with the restored QP.  Finally
+ *     ibv_restore_object(ctx, NULL, 0, IBV_RESTORE_FINISH, NULL, 0)
+ *   releases the placeholder objects used to reproduce handle gaps.
+ *   The memory of an MR must already be mapped at the dumped address (or
+ *   at args.addr); queue buffers of the new objects are new mappings: a
+ *   checkpointer that restores library state must move them to the old
+ *   addresses itself.
+ */
+#ifndef IBV_MIGR_H
+#define IBV_MIGR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "rxe_migr_abi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* object types: the record types of the dump */
+enum ibv_migr_object_type {
+	IBV_MIGR_OBJ_PD = RXE_MIGR_OBJ_PD,
+	IBV_MIGR_OBJ_MR = RXE_MIGR_OBJ_MR,
+	IBV_MIGR_OBJ_CQ = RXE_MIGR_OBJ_CQ,
+	IBV_MIGR_OBJ_SRQ = RXE_MIGR_OBJ_SRQ,
+	IBV_MIGR_OBJ_QP = RXE_MIGR_OBJ_QP,
+};
+
+enum ibv_restore_cmd {
+	IBV_RESTORE_CREATE = 1,	/* recreate with handle, number, keys */
+	IBV_RESTORE_REFILL = 2,	/* rings + state; QP: RTS + resume */
+	IBV_RESTORE_FINISH = 3,	/* drop handle placeholders of ctx */
+};
+
+/* flags of ibv_dump_context_flags() */
+#define IBV_MIGR_DUMP_NO_STOP	(1u << 0)	/* inspect, do not stop */
+
+/* flags of struct ibv_restore_args */
+#define IBV_MIGR_RESTORE_NO_RESUME (1u << 0)	/* REFILL: stay stopped */
+#define IBV_MIGR_RESTORE_ANY_HANDLE (1u << 1)	/* CREATE: any handle */
+
+struct ibv_restore_args {
+	const struct rxe_migr_rec_hdr *record;	/* from the dump */
+	uint32_t flags;
+	/* CREATE: objects the new one depends on (already restored) */
+	struct ibv_pd *pd;			/* MR, SRQ, QP */
+	struct ibv_cq *send_cq, *recv_cq;	/* QP */
+	struct ibv_srq *srq;			/* QP on an SRQ */
+	struct ibv_comp_channel *channel;	/* CQ, may be NULL */
+	void *addr;		/* MR: NULL = the dumped address */
+};
+
+/*
+ * Dump every object of ctx, stopping all its QPs.  Returns the size of the
+ * dump in bytes; if it is larger than length, only length bytes were
+ * written and the call should be repeated with a larger buffer (QPs stay
+ * stopped).  *count receives the number of records.  Negative errno on
+ * failure.
+ */
+int ibv_dump_context(struct ibv_context *ctx, int *count, void *dump,
+		     size_t length);
+int ibv_dump_context_flags(struct ibv_context *ctx, int *count, void *dump,
+			   size_t length, unsigned int flags);
+
+/*
+ * Restore one object (see above).  object: in/out; CREATE stores the new
+ * object (struct ibv_pd/mr/cq/srq/qp *) there, REFILL takes it.  args is a
+ * struct ibv_restore_args and length its size.  0 or a negative errno;
+ * on failure nothing of the object is left behind.
+ */
+int ibv_restore_object(struct ibv_context *ctx, void **object,
+		       int object_type, int cmd, void *args, size_t length);
+
+/* Iterate the records of a dump: first call with rec == NULL.  Returns
+ * NULL at the end or on a malformed dump (then *err is -EINVAL). */
+const struct rxe_migr_rec_hdr *ibv_migr_next_record(const void *dump,
+		size_t length, const struct rxe_migr_rec_hdr *rec, int *err);
+
+/* Validate a dump's header and every record's bounds: 0 or -EINVAL */
+int ibv_migr_check_dump(const void *dump, size_t length);
+
+/* Single-QP control (tests; aborting a migration on the source) */
+int ibv_migr_qp_stop(struct ibv_qp *qp);
+int ibv_migr_qp_resume(struct ibv_qp *qp);
+
+/* Ask for the number of the next QP / SRQ / MR created on ctx (0 clears) */
+int ibv_migr_set_next(struct ibv_context *ctx, int object_type,
+		      uint32_t number, uint32_t key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IBV_MIGR_H */

@@ -1,0 +1,284 @@
+/* SPDX-License-Identifier: ((GPL-2.0 WITH Linux-syscall-note) OR Linux-OpenIB) */
+/*
+ * rxe_migr_abi.h - ioctl ABI between the patched rdma_rxe.ko (crx
+ * rxe-patches/) and libverbs-ext (verbs-ext/lib).  Shared verbatim by the
+ * kernel module build and user space; depends only on <linux/types.h> and
+ * <rdma/ib_user_ioctl_cmds.h>.
+ *
+ * All methods are driver-specific uverbs methods of UVERBS_OBJECT_DEVICE
+ * (object id 0) issued with RDMA_VERBS_IOCTL on the uverbs fd of a context,
+ * driver_id RDMA_DRIVER_RXE.  Every method needs CAP_CHECKPOINT_RESTORE or
+ * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
+ * RXE_MIGR_ABI_VERSION, otherwise the method fails with EINVAL.
+ *
+ * Dump format (version 1), all fields host-endian, records 8-byte aligned:
+ *
+ *   struct rxe_migr_dump_hdr             magic, version, count, total_len
+ *   count x {
+ *     struct rxe_migr_rec_hdr            type, len (incl. header), handle
+ *     body by type:
+ *       RXE_MIGR_OBJ_PD    nothing
+ *       RXE_MIGR_OBJ_MR    struct rxe_migr_mr
+ *       RXE_MIGR_OBJ_CQ    struct rxe_migr_cq, then queue.data_len bytes
+ *       RXE_MIGR_OBJ_SRQ   struct rxe_migr_srq, then queue.data_len bytes
+ *       RXE_MIGR_OBJ_QP    struct rxe_migr_qp, then sq.data_len bytes of the
+ *                          send ring, then rq.data_len bytes of the receive
+ *                          ring (0 for a QP on an SRQ)
+ *   }
+ *
+ * Records are ordered by object type (PD, MR, CQ, SRQ, QP) and by handle
+ * within a type, which is the order in which restore must recreate them.
+ * Ring data is the whole element array of the queue (num_elem * elem_size),
+ * i.e. struct rxe_queue_buf.data of <rdma/rdma_user_rxe.h>; the indices are
+ * in struct rxe_migr_queue.
+ */
+#ifndef RXE_MIGR_ABI_H
+#define RXE_MIGR_ABI_H
+
+#include <linux/types.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+
+#define RXE_MIGR_ABI_VERSION	1
+#define RXE_MIGR_MAGIC		0x474d5852u	/* "RXMG" little endian */
+
+/* methods of UVERBS_OBJECT_DEVICE in the driver namespace */
+enum rxe_migr_methods {
+	/* in: struct rxe_migr_set_next.  The next object of that type
+	 * created on this context gets the given number (QPN, MR index +
+	 * key byte, SRQ index); the create fails with EBUSY if the number
+	 * is taken.  number 0 clears. */
+	RXE_MIGR_METHOD_SET_NEXT = (1U << UVERBS_ID_NS_SHIFT),
+	/* in: struct rxe_migr_dump_req; out: bytes [offset, offset + out
+	 * length) of the dump (format above); out_len: __u32 total length
+	 * of the dump.  offset 0 takes a new snapshot of all objects of the
+	 * context (with RXE_MIGR_DUMP_STOP, every QP is put into Stopped
+	 * first) and keeps it in the context; later offsets read that
+	 * snapshot.  An ioctl attribute holds at most 64 KiB, hence the
+	 * chunks. */
+	RXE_MIGR_METHOD_DUMP,
+	/* in: struct rxe_migr_restore_queue + ring bytes; exactly one of
+	 * the CQ / SRQ / QP handle attributes.  Writes ring bytes at offset;
+	 * with RXE_MIGR_RESTORE_SET_INDICES also sets the indices (call it
+	 * last).  The queue geometry must equal the dumped one. */
+	RXE_MIGR_METHOD_RESTORE_QUEUE,
+	/* in: struct rxe_migr_restore_qp; QP handle of a QP in RTS
+	 * (brought there with ordinary modify_qp calls from the dumped
+	 * attributes, rings already restored).  Sets the internal state,
+	 * then REFILLs: the QP sends the resume message to its partner and
+	 * retransmits from its oldest unacknowledged PSN. */
+	RXE_MIGR_METHOD_RESTORE_QP,
+	/* in: struct rxe_migr_qp_ctl; QP handle.  Stop / resume one QP
+	 * (tests, and the source side when a migration is aborted). */
+	RXE_MIGR_METHOD_QP_CTL,
+};
+
+enum rxe_migr_attrs {
+	RXE_MIGR_ATTR_IN = (1U << UVERBS_ID_NS_SHIFT),
+	RXE_MIGR_ATTR_OUT,
+	RXE_MIGR_ATTR_OUT_LEN,
+	RXE_MIGR_ATTR_QP_HANDLE,
+	RXE_MIGR_ATTR_CQ_HANDLE,
+	RXE_MIGR_ATTR_SRQ_HANDLE,
+};
+
+/* largest buffer one attribute can carry */
+#define RXE_MIGR_MAX_ATTR_LEN	0xffffu
+
+enum rxe_migr_obj_type {
+	RXE_MIGR_OBJ_PD = 1,
+	RXE_MIGR_OBJ_MR = 2,
+	RXE_MIGR_OBJ_CQ = 3,
+	RXE_MIGR_OBJ_SRQ = 4,
+	RXE_MIGR_OBJ_QP = 5,
+};
+
+/* migration state of a QP, as dumped (the application sees RTS) */
+enum rxe_migr_qps {
+	RXE_MIGR_QPS_RUNNING = 0,
+	RXE_MIGR_QPS_STOPPED = 1,	/* sends nothing, NAKs everything */
+	RXE_MIGR_QPS_PAUSED = 2,	/* partner stopped: no sends, no retries */
+};
+
+/* wire: NAK code answered by a stopped QP (AETH syndrome) and the resume
+ * opcode (RC class, free in 6.1 and later kernels) */
+#define RXE_MIGR_WIRE_NAK_STOPPED	0x65
+#define RXE_MIGR_WIRE_OP_RESUME		0x18
+
+struct rxe_migr_set_next {
+	__u32 version;
+	__u32 type;		/* RXE_MIGR_OBJ_QP, _MR or _SRQ */
+	__u32 number;		/* QPN / MR index / SRQ index; 0 clears */
+	__u32 key;		/* MR: low 8 bits of lkey/rkey */
+};
+
+#define RXE_MIGR_DUMP_STOP	(1u << 0)
+
+struct rxe_migr_dump_req {
+	__u32 version;
+	__u32 flags;
+	__u32 offset;		/* 0: take a new snapshot */
+	__u32 reserved;
+};
+
+struct rxe_migr_dump_hdr {
+	__u32 magic;
+	__u32 version;
+	__u32 count;		/* number of records */
+	__u32 total_len;	/* bytes including this header */
+};
+
+struct rxe_migr_rec_hdr {
+	__u32 type;		/* enum rxe_migr_obj_type */
+	__u32 len;		/* bytes including this header, multiple of 8 */
+	__u32 handle;		/* uverbs handle (uobject id) */
+	__u32 reserved;
+};
+
+struct rxe_migr_mr {
+	__u32 pd_handle;
+	__u32 mrn;		/* pool index = lkey >> 8 */
+	__u32 lkey;
+	__u32 rkey;
+	__u32 access;		/* IBV_ACCESS_* */
+	__u32 reserved;
+	__u64 addr;		/* user address registered */
+	__u64 iova;
+	__u64 length;
+};
+
+struct rxe_migr_queue {
+	__u32 num_elem;		/* index_mask + 1 */
+	__u32 elem_size;
+	__u32 producer;		/* shared producer index */
+	__u32 consumer;		/* shared consumer index */
+	__u32 priv_index;	/* the kernel's private index */
+	__u32 data_len;		/* ring bytes following the record, 0 if none */
+};
+
+struct rxe_migr_cq {
+	__u32 cqe;		/* as given to create_cq */
+	__u32 comp_channel;	/* uobject id of the completion channel,
+				 * or ~0u */
+	struct rxe_migr_queue queue;
+};
+
+struct rxe_migr_srq {
+	__u32 pd_handle;
+	__u32 srqn;
+	__u32 max_wr;
+	__u32 max_sge;
+	__u32 srq_limit;
+	__u32 reserved;
+	struct rxe_migr_queue queue;
+};
+
+struct rxe_migr_qp {
+	__u32 qpn;
+	__u32 qp_type;		/* IBV_QPT_* */
+	__u32 pd_handle;
+	__u32 send_cq_handle;
+	__u32 recv_cq_handle;
+	__u32 srq_handle;	/* ~0u without SRQ */
+	__u32 max_send_wr, max_recv_wr, max_send_sge, max_recv_sge;
+	__u32 max_inline_data;
+	__u32 sq_sig_all;
+	__u32 migr_state;	/* enum rxe_migr_qps at dump time */
+
+	/* ibv_qp_attr subset */
+	__u32 qp_state;		/* IBV_QPS_* the application sees */
+	__u32 path_mtu;
+	__u32 dest_qp_num;
+	__u32 rq_psn;
+	__u32 sq_psn;
+	__u32 qkey;
+	__u32 qp_access_flags;
+	__u16 pkey_index;
+	__u8 port_num;
+	__u8 timeout;
+	__u8 retry_cnt;
+	__u8 rnr_retry;
+	__u8 min_rnr_timer;
+	__u8 max_rd_atomic;
+	__u8 max_dest_rd_atomic;
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u8 traffic_class;
+	__u32 flow_label;
+	__u8 dgid[16];
+	__u8 dmac[6];
+	__u16 src_port;
+
+	/* requester */
+	__u32 req_state, req_wqe_index, req_psn;
+	__s32 req_opcode;
+	__u32 req_rd_atomic, req_wait_fence, req_need_rd_atomic, req_wait_psn;
+	__u32 req_need_retry, req_wait_for_rnr_timer, req_noack_pkts;
+	/* completer */
+	__u32 comp_state, comp_psn;
+	__s32 comp_opcode;
+	__u32 comp_timeout, comp_timeout_retry, comp_started_retry;
+	__u32 comp_retry_cnt, comp_rnr_retry;
+	/* responder */
+	__u32 resp_state, resp_msn, resp_psn, resp_ack_psn;
+	__s32 resp_opcode;
+	__u32 resp_drop_msg, resp_goto_error, resp_sent_psn_nak, resp_status;
+	__u32 resp_aeth_syndrome;
+	__u32 resp_has_wqe;	/* a receive WQE is in progress */
+	__u32 resp_rkey;	/* in-progress RDMA write */
+	__u64 resp_va;
+	__u64 resp_offset;
+	__u32 resp_resid, resp_length;
+	__u32 ssn;
+	__u32 srq_wqe_len;	/* bytes valid in srq_wqe */
+	__u8 srq_wqe[576];	/* in-progress SRQ WQE (struct rxe_recv_wqe
+				 * + RXE_MAX_SGE sges), raw */
+	struct rxe_migr_queue sq;
+	struct rxe_migr_queue rq;
+};
+
+enum rxe_migr_queue_which {
+	RXE_MIGR_Q_CQ = 1,
+	RXE_MIGR_Q_SRQ = 2,
+	RXE_MIGR_Q_SQ = 3,	/* send queue of the QP */
+	RXE_MIGR_Q_RQ = 4,	/* receive queue of the QP */
+};
+
+#define RXE_MIGR_RESTORE_SET_INDICES	(1u << 0)
+
+struct rxe_migr_restore_queue {
+	__u32 version;
+	__u32 which;		/* enum rxe_migr_queue_which */
+	__u32 flags;
+	__u32 offset;		/* into the ring data */
+	struct rxe_migr_queue queue;	/* as dumped */
+	/* followed by ring bytes for [offset, offset + n) */
+};
+
+#define RXE_MIGR_RESTORE_NO_RESUME	(1u << 0)
+
+struct rxe_migr_restore_qp {
+	__u32 version;
+	__u32 flags;		/* RXE_MIGR_RESTORE_NO_RESUME: keep the QP
+				 * stopped, send no resume (tests) */
+	struct rxe_migr_qp qp;	/* as dumped */
+};
+
+enum rxe_migr_qp_ctl_op {
+	RXE_MIGR_QP_STOP = 1,
+	RXE_MIGR_QP_RESUME = 2,	/* back to running and send resume */
+};
+
+struct rxe_migr_qp_ctl {
+	__u32 version;
+	__u32 op;
+};
+
+/* payload of a resume packet (network byte order on the wire) */
+struct rxe_migr_resume_payload {
+	__be32 magic;
+	__be32 version;
+	__be32 src_qpn;
+	__be32 reserved;
+};
+
+#endif /* RXE_MIGR_ABI_H */

@@ -1,0 +1,206 @@
+/* ibv_dump_context and dump parsing. */
+#include "ibv_migr.h"
+#include "migr_ioctl.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* one attribute carries at most 64 KiB; stay below with aligned chunks */
+#define DUMP_CHUNK 0xf000u
+
+static int dump_chunk(struct ibv_context *ctx, struct rxe_migr_dump_req *req,
+		      uint32_t off, void *out, size_t n, uint32_t *total)
+{
+	struct migr_call c;
+
+	req->offset = off;
+	migr_call_init(&c, RXE_MIGR_METHOD_DUMP);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, req, sizeof(*req));
+	migr_attr_out(&c, RXE_MIGR_ATTR_OUT, out, n);
+	migr_attr_out(&c, RXE_MIGR_ATTR_OUT_LEN, total, sizeof(*total));
+	return migr_call_run(ctx->cmd_fd, &c);
+}
+
+static size_t min_size(size_t a, size_t b)
+{
+	return a < b ? a : b;
+}
+
+int ibv_dump_context_flags(struct ibv_context *ctx, int *count, void *dump,
+			   size_t length, unsigned int flags)
+{
+	struct rxe_migr_dump_req req = { .version = RXE_MIGR_ABI_VERSION };
+	struct rxe_migr_dump_hdr hdr;
+	uint32_t total = 0;
+	size_t off, n;
+	int err;
+
+	if (!ctx || (!dump && length) || (flags & ~IBV_MIGR_DUMP_NO_STOP))
+		return -EINVAL;
+	if (!(flags & IBV_MIGR_DUMP_NO_STOP))
+		req.flags = RXE_MIGR_DUMP_STOP;
+
+	/* offset 0 takes the snapshot; later chunks read the same one */
+	if (length < sizeof(hdr)) {
+		err = dump_chunk(ctx, &req, 0, &hdr, sizeof(hdr), &total);
+		if (err)
+			return err;
+		if (length)
+			memcpy(dump, &hdr, length);
+		off = length;
+	} else {
+		n = min_size(length, DUMP_CHUNK);
+		err = dump_chunk(ctx, &req, 0, dump, n, &total);
+		if (err)
+			return err;
+		memcpy(&hdr, dump, sizeof(hdr));
+		off = n;
+	}
+	while (off < total && off < length) {
+		n = min_size(min_size(length - off, total - off), DUMP_CHUNK);
+		err = dump_chunk(ctx, &req, (uint32_t)off, (char *)dump + off, n,
+				 &total);
+		if (err)
+			return err;
+		off += n;
+	}
+
+	if (hdr.magic != RXE_MIGR_MAGIC || hdr.version != RXE_MIGR_ABI_VERSION)
+		return -EPROTO;
+	if (count)
+		*count = (int)hdr.count;
+	return (int)total;
+}
+
+int ibv_dump_context(struct ibv_context *ctx, int *count, void *dump,
+		     size_t length)
+{
+	return ibv_dump_context_flags(ctx, count, dump, length, 0);
+}
+
+static size_t body_min(uint32_t type)
+{
+	switch (type) {
+	case RXE_MIGR_OBJ_PD: return 0;
+	case RXE_MIGR_OBJ_MR: return sizeof(struct rxe_migr_mr);
+	case RXE_MIGR_OBJ_CQ: return sizeof(struct rxe_migr_cq);
+	case RXE_MIGR_OBJ_SRQ: return sizeof(struct rxe_migr_srq);
+	case RXE_MIGR_OBJ_QP: return sizeof(struct rxe_migr_qp);
+	default: return (size_t)-1;
+	}
+}
+
+/* ring bytes that must follow the body */
+static uint64_t ring_bytes(const struct rxe_migr_rec_hdr *r)
+{
+	const void *b = r + 1;
+
+	switch (r->type) {
+	case RXE_MIGR_OBJ_CQ:
+		return ((const struct rxe_migr_cq *)b)->queue.data_len;
+	case RXE_MIGR_OBJ_SRQ:
+		return ((const struct rxe_migr_srq *)b)->queue.data_len;
+	case RXE_MIGR_OBJ_QP:
+		return (uint64_t)((const struct rxe_migr_qp *)b)->sq.data_len +
+		       ((const struct rxe_migr_qp *)b)->rq.data_len;
+	default:
+		return 0;
+	}
+}
+
+static int record_ok(const struct rxe_migr_rec_hdr *r, size_t room)
+{
+	size_t body;
+
+	if (room < sizeof(*r) || r->len < sizeof(*r) || r->len > room ||
+	    r->len % 8)
+		return 0;
+	body = body_min(r->type);
+	if (body == (size_t)-1 || r->len - sizeof(*r) < body)
+		return 0;
+	return ring_bytes(r) <= r->len - sizeof(*r) - body;
+}
+
+const struct rxe_migr_rec_hdr *ibv_migr_next_record(const void *dump,
+		size_t length, const struct rxe_migr_rec_hdr *rec, int *err)
+{
+	const struct rxe_migr_dump_hdr *h = dump;
+	const char *end;
+	const char *p;
+
+	if (err)
+		*err = 0;
+	if (!dump || length < sizeof(*h) || h->magic != RXE_MIGR_MAGIC ||
+	    h->version != RXE_MIGR_ABI_VERSION || h->total_len > length ||
+	    h->total_len < sizeof(*h))
+		goto bad;
+	end = (const char *)dump + h->total_len;
+	p = rec ? (const char *)rec + rec->len : (const char *)(h + 1);
+	if (p < (const char *)(h + 1) || p > end)
+		goto bad;
+	if (p == end)
+		return NULL;
+	if (!record_ok((const void *)p, (size_t)(end - p)))
+		goto bad;
+	return (const void *)p;
+bad:
+	if (err)
+		*err = -EINVAL;
+	return NULL;
+}
+
+int ibv_migr_check_dump(const void *dump, size_t length)
+{
+	const struct rxe_migr_dump_hdr *h = dump;
+	const struct rxe_migr_rec_hdr *r = NULL;
+	uint32_t n = 0;
+	int err;
+
+	while ((r = ibv_migr_next_record(dump, length, r, &err)))
+		n++;
+	if (err)
+		return err;
+	return n == h->count ? 0 : -EINVAL;
+}
+
+static int qp_ctl(struct ibv_qp *qp, uint32_t op)
+{
+	struct rxe_migr_qp_ctl req = { .version = RXE_MIGR_ABI_VERSION,
+				       .op = op };
+	struct migr_call c;
+
+	if (!qp)
+		return -EINVAL;
+	migr_call_init(&c, RXE_MIGR_METHOD_QP_CTL);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_handle(&c, RXE_MIGR_ATTR_QP_HANDLE, qp->handle);
+	return migr_call_run(qp->context->cmd_fd, &c);
+}
+
+int ibv_migr_qp_stop(struct ibv_qp *qp)
+{
+	return qp_ctl(qp, RXE_MIGR_QP_STOP);
+}
+
+int ibv_migr_qp_resume(struct ibv_qp *qp)
+{
+	return qp_ctl(qp, RXE_MIGR_QP_RESUME);
+}
+
+int ibv_migr_set_next(struct ibv_context *ctx, int object_type,
+		      uint32_t number, uint32_t key)
+{
+	struct rxe_migr_set_next req = {
+		.version = RXE_MIGR_ABI_VERSION,
+		.type = (uint32_t)object_type,
+		.number = number,
+		.key = key,
+	};
+	struct migr_call c;
+
+	if (!ctx)
+		return -EINVAL;
+	migr_call_init(&c, RXE_MIGR_METHOD_SET_NEXT);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	return migr_call_run(ctx->cmd_fd, &c);
+}

@@ -1,0 +1,471 @@
+/* ibv_restore_object: recreate dumped objects and refill them. */
+#include "ibv_migr.h"
+#include "migr_ioctl.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define QUEUE_CHUNK 0xf000u
+#define MAX_PLACEHOLDERS 4096u
+
+/* Placeholders keep handle gaps of the original context occupied until
+ * IBV_RESTORE_FINISH, so that later objects get their original handles
+ * (uverbs hands out the lowest free handle of a file). */
+struct placeholder {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct placeholder *next;
+};
+static struct placeholder *placeholders;
+static pthread_mutex_t placeholders_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int keep_placeholder(struct ibv_context *ctx, struct ibv_pd *pd)
+{
+	struct placeholder *p = malloc(sizeof(*p));
+
+	if (!p)
+		return -ENOMEM;
+	p->ctx = ctx;
+	p->pd = pd;
+	pthread_mutex_lock(&placeholders_lock);
+	p->next = placeholders;
+	placeholders = p;
+	pthread_mutex_unlock(&placeholders_lock);
+	return 0;
+}
+
+static void drop_placeholders(struct ibv_context *ctx)
+{
+	struct placeholder **pp, *p;
+
+	pthread_mutex_lock(&placeholders_lock);
+	for (pp = &placeholders; (p = *pp);) {
+		if (p->ctx == ctx) {
+			*pp = p->next;
+			ibv_dealloc_pd(p->pd);
+			free(p);
+		} else {
+			pp = &p->next;
+		}
+	}
+	pthread_mutex_unlock(&placeholders_lock);
+}
+
+/* Make `want` the lowest free handle of the context's file. */
+static int reserve_handle(struct ibv_context *ctx, uint32_t want)
+{
+	unsigned int n;
+
+	for (n = 0; n < MAX_PLACEHOLDERS; n++) {
+		struct ibv_pd *pd = ibv_alloc_pd(ctx);
+		int err;
+
+		if (!pd)
+			return errno ? -errno : -ENOMEM;
+		if (pd->handle == want) {
+			ibv_dealloc_pd(pd);
+			return 0;
+		}
+		if (pd->handle > want) {
+			ibv_dealloc_pd(pd);
+			return -EEXIST;	/* taken by an object restored earlier */
+		}
+		err = keep_placeholder(ctx, pd);
+		if (err) {
+			ibv_dealloc_pd(pd);
+			return err;
+		}
+	}
+	return -EINVAL;
+}
+
+static int check_handle(const struct ibv_restore_args *a, uint32_t handle)
+{
+	if (a->flags & IBV_MIGR_RESTORE_ANY_HANDLE)
+		return 0;
+	return handle == a->record->handle ? 0 : -EIO;
+}
+
+static int create_pd(struct ibv_context *ctx, void **obj,
+		     const struct ibv_restore_args *a)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+
+	if (!pd)
+		return errno ? -errno : -ENOMEM;
+	if (check_handle(a, pd->handle)) {
+		ibv_dealloc_pd(pd);
+		return -EIO;
+	}
+	*obj = pd;
+	return 0;
+}
+
+static int create_mr(struct ibv_context *ctx, void **obj,
+		     const struct ibv_restore_args *a)
+{
+	const struct rxe_migr_mr *r = (const void *)(a->record + 1);
+	void *addr = a->addr ? a->addr : (void *)(uintptr_t)r->addr;
+	struct ibv_mr *mr;
+	int err;
+
+	if (!a->pd || !r->length)
+		return -EINVAL;
+	err = ibv_migr_set_next(ctx, IBV_MIGR_OBJ_MR, r->mrn, r->lkey & 0xff);
+	if (err)
+		return err;
+	if (r->iova != r->addr)
+		mr = ibv_reg_mr_iova(a->pd, addr, r->length, r->iova,
+				     (int)r->access);
+	else
+		mr = ibv_reg_mr(a->pd, addr, r->length, (int)r->access);
+	if (!mr) {
+		err = errno ? -errno : -ENOMEM;
+		ibv_migr_set_next(ctx, IBV_MIGR_OBJ_MR, 0, 0);
+		return err;
+	}
+	if (mr->lkey != r->lkey || mr->rkey != r->rkey ||
+	    check_handle(a, mr->handle)) {
+		ibv_dereg_mr(mr);
+		return -EIO;
+	}
+	*obj = mr;
+	return 0;
+}
+
+static int create_cq(struct ibv_context *ctx, void **obj,
+		     const struct ibv_restore_args *a)
+{
+	const struct rxe_migr_cq *r = (const void *)(a->record + 1);
+	struct ibv_cq *cq;
+
+	if (!r->cqe)
+		return -EINVAL;
+	cq = ibv_create_cq(ctx, (int)r->cqe, NULL, a->channel, 0);
+	if (!cq)
+		return errno ? -errno : -ENOMEM;
+	if (check_handle(a, cq->handle)) {
+		ibv_destroy_cq(cq);
+		return -EIO;
+	}
+	*obj = cq;
+	return 0;
+}
+
+static int create_srq(struct ibv_context *ctx, void **obj,
+		      const struct ibv_restore_args *a)
+{
+	const struct rxe_migr_srq *r = (const void *)(a->record + 1);
+	struct ibv_srq_init_attr init = {
+		.attr = { .max_wr = r->max_wr, .max_sge = r->max_sge,
+			  .srq_limit = r->srq_limit },
+	};
+	struct ibv_srq *srq;
+	int err;
+
+	if (!a->pd)
+		return -EINVAL;
+	err = ibv_migr_set_next(ctx, IBV_MIGR_OBJ_SRQ, r->srqn, 0);
+	if (err)
+		return err;
+	srq = ibv_create_srq(a->pd, &init);
+	if (!srq) {
+		err = errno ? -errno : -ENOMEM;
+		ibv_migr_set_next(ctx, IBV_MIGR_OBJ_SRQ, 0, 0);
+		return err;
+	}
+	if (check_handle(a, srq->handle)) {
+		ibv_destroy_srq(srq);
+		return -EIO;
+	}
+	*obj = srq;
+	return 0;
+}
+
+static int create_qp(struct ibv_context *ctx, void **obj,
+		     const struct ibv_restore_args *a)
+{
+	const struct rxe_migr_qp *r = (const void *)(a->record + 1);
+	struct ibv_qp_init_attr init = {
+		.send_cq = a->send_cq,
+		.recv_cq = a->recv_cq,
+		.srq = a->srq,
+		.cap = {
+			.max_send_wr = r->max_send_wr,
+			.max_recv_wr = a->srq ? 0 : r->max_recv_wr,
+			.max_send_sge = r->max_send_sge,
+			.max_recv_sge = a->srq ? 0 : r->max_recv_sge,
+			.max_inline_data = r->max_inline_data,
+		},
+		.qp_type = (enum ibv_qp_type)r->qp_type,
+		.sq_sig_all = (int)r->sq_sig_all,
+	};
+	struct ibv_qp *qp;
+	int err;
+
+	if (!a->pd || !a->send_cq || !a->recv_cq ||
+	    (r->srq_handle != ~0u) != (a->srq != NULL) ||
+	    r->qp_type != IBV_QPT_RC)
+		return -EINVAL;
+	err = ibv_migr_set_next(ctx, IBV_MIGR_OBJ_QP, r->qpn, 0);
+	if (err)
+		return err;
+	qp = ibv_create_qp(a->pd, &init);
+	if (!qp) {
+		err = errno ? -errno : -ENOMEM;
+		ibv_migr_set_next(ctx, IBV_MIGR_OBJ_QP, 0, 0);
+		return err;
+	}
+	if (qp->qp_num != r->qpn || check_handle(a, qp->handle)) {
+		ibv_destroy_qp(qp);
+		return -EIO;
+	}
+	*obj = qp;
+	return 0;
+}
+
+static int restore_queue(struct ibv_context *ctx, uint32_t which,
+			 uint16_t handle_attr, uint32_t handle,
+			 const struct rxe_migr_queue *q, const uint8_t *data)
+{
+	struct rxe_migr_restore_queue *req;
+	uint32_t off = 0;
+	int err = 0;
+
+	if (!q->data_len)
+		return 0;
+	req = malloc(sizeof(*req) + QUEUE_CHUNK);
+	if (!req)
+		return -ENOMEM;
+	do {
+		uint32_t n = q->data_len - off;
+		struct migr_call c;
+
+		if (n > QUEUE_CHUNK)
+			n = QUEUE_CHUNK;
+		memset(req, 0, sizeof(*req));
+		req->version = RXE_MIGR_ABI_VERSION;
+		req->which = which;
+		req->offset = off;
+		req->queue = *q;
+		if (off + n == q->data_len)
+			req->flags = RXE_MIGR_RESTORE_SET_INDICES;
+		memcpy(req + 1, data + off, n);
+		migr_call_init(&c, RXE_MIGR_METHOD_RESTORE_QUEUE);
+		migr_attr_in(&c, RXE_MIGR_ATTR_IN, req, sizeof(*req) + n);
+		migr_attr_handle(&c, handle_attr, handle);
+		err = migr_call_run(ctx->cmd_fd, &c);
+		off += n;
+	} while (!err && off < q->data_len);
+	free(req);
+	return err;
+}
+
+static int move_qp(struct ibv_qp *qp, const struct rxe_migr_qp *r)
+{
+	struct ibv_qp_attr attr;
+	int err;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.pkey_index = r->pkey_index;
+	attr.port_num = r->port_num;
+	attr.qp_access_flags = (int)r->qp_access_flags;
+	err = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (err || r->qp_state == IBV_QPS_INIT)
+		return -err;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = (enum ibv_mtu)r->path_mtu;
+	attr.dest_qp_num = r->dest_qp_num;
+	attr.rq_psn = r->rq_psn;
+	attr.max_dest_rd_atomic = r->max_dest_rd_atomic;
+	attr.min_rnr_timer = r->min_rnr_timer;
+	attr.ah_attr.is_global = 1;
+	memcpy(attr.ah_attr.grh.dgid.raw, r->dgid, sizeof(r->dgid));
+	attr.ah_attr.grh.sgid_index = r->sgid_index;
+	attr.ah_attr.grh.hop_limit = r->hop_limit;
+	attr.ah_attr.grh.traffic_class = r->traffic_class;
+	attr.ah_attr.grh.flow_label = r->flow_label;
+	attr.ah_attr.port_num = r->port_num;
+	err = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (err || r->qp_state == IBV_QPS_RTR)
+		return -err;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = r->sq_psn;
+	attr.timeout = r->timeout;
+	attr.retry_cnt = r->retry_cnt;
+	attr.rnr_retry = r->rnr_retry;
+	attr.max_rd_atomic = r->max_rd_atomic;
+	err = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	return -err;
+}
+
+static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
+		     const struct ibv_restore_args *a)
+{
+	const struct rxe_migr_qp *r = (const void *)(a->record + 1);
+	const uint8_t *rings = (const uint8_t *)(r + 1);
+	struct rxe_migr_restore_qp req;
+	struct migr_call c;
+	int err;
+
+	if (r->qp_state != IBV_QPS_RTS && r->qp_state != IBV_QPS_RTR &&
+	    r->qp_state != IBV_QPS_INIT)
+		return -EINVAL;	/* only live states are restored */
+	err = move_qp(qp, r);
+	if (err)
+		return err;
+	err = restore_queue(ctx, RXE_MIGR_Q_SQ, RXE_MIGR_ATTR_QP_HANDLE,
+			    qp->handle, &r->sq, rings);
+	if (!err)
+		err = restore_queue(ctx, RXE_MIGR_Q_RQ, RXE_MIGR_ATTR_QP_HANDLE,
+				    qp->handle, &r->rq, rings + r->sq.data_len);
+	if (err || r->qp_state != IBV_QPS_RTS)
+		return err;
+
+	memset(&req, 0, sizeof(req));
+	req.version = RXE_MIGR_ABI_VERSION;
+	req.flags = a->flags & IBV_MIGR_RESTORE_NO_RESUME ?
+		RXE_MIGR_RESTORE_NO_RESUME : 0;
+	req.qp = *r;
+	migr_call_init(&c, RXE_MIGR_METHOD_RESTORE_QP);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_handle(&c, RXE_MIGR_ATTR_QP_HANDLE, qp->handle);
+	return migr_call_run(ctx->cmd_fd, &c);
+}
+
+static int refill(struct ibv_context *ctx, void *obj, int type,
+		  const struct ibv_restore_args *a)
+{
+	const void *body = a->record + 1;
+
+	switch (type) {
+	case IBV_MIGR_OBJ_PD:
+	case IBV_MIGR_OBJ_MR:
+		return 0;
+	case IBV_MIGR_OBJ_CQ: {
+		const struct rxe_migr_cq *r = body;
+
+		return restore_queue(ctx, RXE_MIGR_Q_CQ, RXE_MIGR_ATTR_CQ_HANDLE,
+				     ((struct ibv_cq *)obj)->handle, &r->queue,
+				     (const uint8_t *)(r + 1));
+	}
+	case IBV_MIGR_OBJ_SRQ: {
+		const struct rxe_migr_srq *r = body;
+
+		return restore_queue(ctx, RXE_MIGR_Q_SRQ,
+				     RXE_MIGR_ATTR_SRQ_HANDLE,
+				     ((struct ibv_srq *)obj)->handle, &r->queue,
+				     (const uint8_t *)(r + 1));
+	}
+	case IBV_MIGR_OBJ_QP:
+		return refill_qp(ctx, obj, a);
+	default:
+		return -EINVAL;
+	}
+}
+
+static void destroy(void *obj, int type)
+{
+	switch (type) {
+	case IBV_MIGR_OBJ_PD: ibv_dealloc_pd(obj); break;
+	case IBV_MIGR_OBJ_MR: ibv_dereg_mr(obj); break;
+	case IBV_MIGR_OBJ_CQ: ibv_destroy_cq(obj); break;
+	case IBV_MIGR_OBJ_SRQ: ibv_destroy_srq(obj); break;
+	case IBV_MIGR_OBJ_QP: ibv_destroy_qp(obj); break;
+	}
+}
+
+static int record_valid(const struct ibv_restore_args *a, int type)
+{
+	size_t body;
+	const struct rxe_migr_rec_hdr *r = a->record;
+
+	if (!r || r->type != (uint32_t)type || r->len < sizeof(*r) || r->len % 8)
+		return 0;
+	switch (type) {
+	case IBV_MIGR_OBJ_PD: body = 0; break;
+	case IBV_MIGR_OBJ_MR: body = sizeof(struct rxe_migr_mr); break;
+	case IBV_MIGR_OBJ_CQ: body = sizeof(struct rxe_migr_cq); break;
+	case IBV_MIGR_OBJ_SRQ: body = sizeof(struct rxe_migr_srq); break;
+	case IBV_MIGR_OBJ_QP: body = sizeof(struct rxe_migr_qp); break;
+	default: return 0;
+	}
+	if (r->len - sizeof(*r) < body)
+		return 0;
+	body = r->len - sizeof(*r) - body;
+	switch (type) {
+	case IBV_MIGR_OBJ_CQ:
+		return ((const struct rxe_migr_cq *)(r + 1))->queue.data_len <= body;
+	case IBV_MIGR_OBJ_SRQ:
+		return ((const struct rxe_migr_srq *)(r + 1))->queue.data_len <= body;
+	case IBV_MIGR_OBJ_QP: {
+		const struct rxe_migr_qp *q = (const void *)(r + 1);
+
+		return (uint64_t)q->sq.data_len + q->rq.data_len <= body;
+	}
+	default:
+		return 1;
+	}
+}
+
+int ibv_restore_object(struct ibv_context *ctx, void **object,
+		       int object_type, int cmd, void *args, size_t length)
+{
+	const struct ibv_restore_args *a = args;
+	void *obj = NULL;
+	int err;
+
+	if (!ctx)
+		return -EINVAL;
+	if (cmd == IBV_RESTORE_FINISH) {
+		drop_placeholders(ctx);
+		return 0;
+	}
+	if (!object || !a || length < sizeof(*a) || !record_valid(a, object_type))
+		return -EINVAL;
+
+	switch (cmd) {
+	case IBV_RESTORE_CREATE:
+		if (!(a->flags & IBV_MIGR_RESTORE_ANY_HANDLE)) {
+			err = reserve_handle(ctx, a->record->handle);
+			if (err)
+				return err;
+		}
+		switch (object_type) {
+		case IBV_MIGR_OBJ_PD: err = create_pd(ctx, &obj, a); break;
+		case IBV_MIGR_OBJ_MR: err = create_mr(ctx, &obj, a); break;
+		case IBV_MIGR_OBJ_CQ: err = create_cq(ctx, &obj, a); break;
+		case IBV_MIGR_OBJ_SRQ: err = create_srq(ctx, &obj, a); break;
+		case IBV_MIGR_OBJ_QP: err = create_qp(ctx, &obj, a); break;
+		default: err = -EINVAL;
+		}
+		if (!err)
+			*object = obj;
+		return err;
+	case IBV_RESTORE_REFILL:
+		if (!*object)
+			return -EINVAL;
+		return refill(ctx, *object, object_type, a);
+	default:
+		return -EINVAL;
+	}
+}
+
+/* exported for the C++ wrapper: destroy an object created by CREATE */
+void ibv_migr_destroy_object(void *obj, int object_type)
+{
+	if (obj)
+		destroy(obj, object_type);
+}

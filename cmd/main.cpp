@@ -1,2 +1,87 @@
-// crx command-line entry point (filled in by cmd/*.cpp command files).
-int main() { return 0; }
+// crx entry point: global flags, logging, dispatch, one-line errors.
+#include <cstdio>
+#include <iostream>
+#include <set>
+
+#include "cli.hpp"
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace crx::cmd {
+
+std::vector<std::string> normalize_args(int argc, char** argv) {
+  static const std::set<std::string> kLong = {
+      "root", "log", "log-format", "debug", "systemd-cgroup", "criu", "rootless", "bundle",
+      "pid-file", "console-socket", "no-pivot", "no-new-keyring", "preserve-fds", "detach",
+      "force", "all", "format", "quiet", "no-subreaper", "keep", "image-path", "work-path",
+      "leave-running", "tcp-established", "ext-unix-sk", "shell-job", "file-locks", "pre-dump",
+      "parent-path", "page-server", "lazy-pages", "status-fd", "manage-cgroups-mode", "empty-ns",
+      "auto-dedup", "process", "tty", "cwd", "env", "user", "cap", "no-new-privs", "apparmor",
+      "process-label", "additional-gids", "stats", "interval", "resources", "to", "listen"};
+  std::vector<std::string> out;
+  bool done = false;
+  for (int i = argc - 1; i >= 1; --i) out.insert(out.begin(), argv[i]);
+  for (auto& a : out) {
+    if (done) break;
+    if (a == "--") done = true;
+    if (a.size() > 2 && a[0] == '-' && a[1] != '-') {
+      std::string name = a.substr(1, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 1);
+      if (kLong.count(name)) a = "-" + a;
+    }
+  }
+  return out;
+}
+
+}  // namespace crx::cmd
+
+int main(int argc, char** argv) {
+  using namespace crx;
+  cmd::Cli cli;
+  auto& app = cli.app;
+  app.set_version_flag("-v,--version", "crx version 0.1.0\nspec: 1.1.0");
+  app.add_option("--root", cli.global.root, "root directory for container state")->default_val("/run/crx");
+  app.add_option("--log", cli.log_path, "log file (default stderr)");
+  app.add_option("--log-format", cli.log_format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  app.add_flag("--debug", cli.debug, "debug logging");
+  app.add_flag("--systemd-cgroup", cli.global.systemd_cgroup, "use systemd cgroups (slice:prefix:name)");
+  std::string criu_path;
+  app.add_option("--criu", criu_path, "path to criu (accepted for runc compatibility)");
+  std::string rootless;
+  app.add_option("--rootless", rootless, "accepted for runc compatibility");
+  app.require_subcommand(1);
+  app.fallthrough();
+
+  cmd::register_create(cli);
+  cmd::register_start(cli);
+  cmd::register_run(cli);
+  cmd::register_state(cli);
+  cmd::register_kill(cli);
+  cmd::register_delete(cli);
+  cmd::register_list(cli);
+  cmd::register_spec(cli);
+  cmd::register_features(cli);
+  cmd::register_extra_commands(cli);
+
+  auto args = cmd::normalize_args(argc, argv);
+  std::vector<std::string> reversed(args.rbegin(), args.rend());
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "crx: %s\n", e.what());
+    return 1;
+  }
+  log::configure(cli.log_path, cli.log_format == "json" ? log::Format::Json : log::Format::Text, cli.debug);
+  try {
+    return cli.action ? cli.action() : 0;
+  } catch (const std::exception& e) {
+    if (log::has_log_file() || cli.log_format == "json") log::error(e.what());
+    if (log::has_log_file() || cli.log_format != "json") std::fprintf(stderr, "crx: %s\n", e.what());
+    return 1;
+  }
+}

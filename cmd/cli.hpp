@@ -1,0 +1,38 @@
+// Shared plumbing of the crx command line: every cmd_<name>.cpp registers
+// one subcommand on the CLI11 app and leaves its action in Cli::action.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+#include "container/create.hpp"
+
+namespace crx::cmd {
+
+struct Cli {
+  CLI::App app{"crx: an OCI container runtime that live-migrates containers, RDMA included", "crx"};
+  container::GlobalOptions global;
+  std::string log_path;
+  std::string log_format = "text";
+  bool debug = false;
+  // Set by the chosen subcommand's callback; returns the exit status.
+  std::function<int()> action;
+};
+
+// Each command file defines one of these; main.cpp calls them all.
+void register_create(Cli&);
+void register_start(Cli&);
+void register_run(Cli&);
+void register_state(Cli&);
+void register_kill(Cli&);
+void register_delete(Cli&);
+void register_list(Cli&);
+void register_spec(Cli&);
+void register_features(Cli&);
+void register_extra_commands(Cli&);  // later commands (exec, ps, ...) hook in here
+
+// urfave/cli (runc) accepts "-flag" as well as "--flag"; go-runc sends
+// "-no-subreaper". Rewrites single-dash long flags crx knows to "--flag".
+std::vector<std::string> normalize_args(int argc, char** argv);
+
+}  // namespace crx::cmd

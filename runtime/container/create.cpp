@@ -1,0 +1,207 @@
+#include "container/create.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <optional>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "common/log.hpp"
+#include "container/hooks_runner.hpp"
+#include "container/init.hpp"
+#include "container/sync.hpp"
+#include "linux/cgroup.hpp"
+#include "linux/console.hpp"
+#include "linux/fds.hpp"
+#include "linux/sysctl.hpp"
+#include "linux/namespaces.hpp"
+#include "linux/seccomp.hpp"
+#include "spec/spec.hpp"
+#include "state/store.hpp"
+
+namespace crx::container {
+
+namespace {
+
+std::string absolute(const std::string& p) {
+  char buf[PATH_MAX];
+  if (!::realpath(p.c_str(), buf)) throw_errno("bundle " + p);
+  return buf;
+}
+
+void check_spec_is_runnable(const spec::Spec& spec, const std::string& rootfs) {
+  struct stat st;
+  if (::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw Error("rootfs " + rootfs + " does not exist or is not a directory");
+  if (spec.process.args.empty()) throw Error("config.json: .process.args: must not be empty");
+  const auto* mnt = spec.linux.find_namespace("mount");
+  if (!mnt) throw Error("config.json: .linux.namespaces: a mount namespace is required");
+  if (!spec.hostname.empty()) {
+    const auto* uts = spec.linux.find_namespace("uts");
+    if (!uts || !uts->path.empty())
+      throw Error("config.json: .hostname: needs a new uts namespace");
+  }
+  const auto* user = spec.linux.find_namespace("user");
+  if (user && user->path.empty() && (spec.linux.uid_mappings.empty() || spec.linux.gid_mappings.empty()))
+    throw Error("config.json: .linux.uidMappings/gidMappings: required with a new user namespace");
+}
+
+// Everything create acquires, released in reverse on failure.
+struct Transaction {
+  std::optional<state::StateDir> dir;
+  std::optional<cgroup::Cgroup> cg;
+  pid_t child = 0;
+  pid_t init = 0;
+  bool committed = false;
+
+  ~Transaction() {
+    if (committed) return;
+    for (pid_t p : {init, child}) {
+      if (p > 0) {
+        ::kill(p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+    }
+    if (cg) {
+      try {
+        for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
+        cg->destroy();
+      } catch (const std::exception& e) {
+        log::warn(std::string("cleanup: ") + e.what());
+      }
+    }
+    if (dir) {
+      try {
+        dir->remove();
+      } catch (const std::exception& e) {
+        log::warn(std::string("cleanup: ") + e.what());
+      }
+    }
+  }
+};
+
+pid_t clone_child(int flags) {
+  long pid = ::syscall(SYS_clone, static_cast<unsigned long>(flags) | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
+  if (pid < 0) throw_errno("clone container init");
+  return static_cast<pid_t>(pid);
+}
+
+}  // namespace
+
+Created create_container(const GlobalOptions& g, const CreateOptions& o) {
+  int passed_fds = linux_::passed_fd_count(o.preserve_fds);
+  linux_::check_passed_fds_open(passed_fds);
+  std::string bundle = absolute(o.bundle);
+  spec::Spec spec = spec::load_spec(bundle);
+  linux_::add_listen_fds_env(spec.process.env, linux_::listen_fd_count());
+  linux_::validate_sysctls(spec.linux);
+  std::string rootfs = spec.root.path;
+  if (rootfs.empty() || rootfs[0] != '/') rootfs = bundle + "/" + rootfs;
+  check_spec_is_runnable(spec, rootfs);
+  if (spec.process.terminal && o.console_socket.empty() && o.own_console_fd < 0)
+    throw Error("cannot allocate tty if runc will detach without setting console socket");
+  if (!spec.process.terminal && !o.console_socket.empty())
+    throw Error("cannot use console socket if runc will not detach or allocate tty");
+  linux_::SeccompFilter filter;
+  if (spec.linux.seccomp) filter = linux_::build_seccomp(*spec.linux.seccomp);
+
+  UniqueFd console;
+  if (!o.console_socket.empty()) console = linux_::connect_unix_socket(o.console_socket, "console socket");
+
+  Transaction tx;
+  tx.dir.emplace(state::StateDir::create(g.root, o.id));
+  state::ContainerState st;
+  st.id = o.id;
+  st.bundle = bundle;
+  st.rootfs = rootfs;
+  st.created = state::now_rfc3339();
+  st.annotations = spec.annotations;
+  st.config = spec.raw;
+  st.systemd_cgroup = g.systemd_cgroup;
+  st.owner = "";
+  tx.dir->save(st);  // lets delete --force clean up a create killed half way
+
+  if (::mkfifo(tx.dir->fifo_path().c_str(), 0622) != 0) throw_errno("mkfifo " + tx.dir->fifo_path());
+  UniqueFd fifo(::open(tx.dir->fifo_path().c_str(), O_PATH | O_CLOEXEC));
+  if (!fifo) throw_errno("open " + tx.dir->fifo_path());
+
+  tx.cg.emplace(cgroup::Cgroup::create(spec.linux, o.id, g.systemd_cgroup));
+  st.cgroup = tx.cg->save();
+  tx.dir->save(st);
+
+  int ns_flags = linux_ns::new_namespace_flags(spec.linux);
+  auto [parent_end, child_end] = SyncChannel::make_pair();
+
+  InitContext ctx;
+  ctx.spec = &spec;
+  ctx.rootfs = rootfs;
+  ctx.bundle = bundle;
+  ctx.sync_fd = child_end.fd();
+  ctx.fifo_fd = fifo.get();
+  ctx.console_fd = o.own_console_fd >= 0 ? o.own_console_fd : console.get();
+  ctx.no_pivot = o.no_pivot;
+  ctx.new_userns = (ns_flags & CLONE_NEWUSER) != 0;
+  ctx.new_cgroupns = (ns_flags & CLONE_NEWCGROUP) != 0;
+  ctx.preserve_fds = passed_fds;
+  ctx.seccomp = &filter;
+
+  // The child must not keep the container lock alive after we exit.
+  int lock_fd = tx.dir->lock_fd();
+  tx.child = clone_child(ns_flags);
+  if (tx.child == 0) {
+    ::close(lock_fd);
+    parent_end.close();
+    ctx.state_json = state::oci_state_json(st, state::Status::Creating).dump();
+    container_init(ctx);
+  }
+  child_end.close();
+  tx.init = tx.child;
+
+  if (ctx.new_userns) linux_ns::write_id_maps(tx.child, spec.linux);
+  tx.cg->add_process(tx.child);
+  parent_end.send(SyncType::Continue);
+
+  for (;;) {
+    SyncMsg msg;
+    if (!parent_end.receive(msg)) throw Error("container init exited during setup");
+    if (msg.type == SyncType::Error) throw Error(msg.text);
+    if (msg.type == SyncType::InitPid) {
+      tx.init = msg.value;
+      ::waitpid(tx.child, nullptr, 0);  // the intermediate exits after forking
+      tx.child = 0;
+      continue;
+    }
+    if (msg.type == SyncType::RunRuntimeHooks) {
+      st.pid = tx.init;
+      st.pid_start_time = state::process_start_time(tx.init);
+      tx.dir->save(st);
+      std::string state_json = state::oci_state_json(st, state::Status::Creating).dump();
+      run_hooks_or_throw(spec.hooks.prestart, "prestart", state_json);
+      run_hooks_or_throw(spec.hooks.create_runtime, "createRuntime", state_json);
+      parent_end.send(SyncType::HooksDone);
+      continue;
+    }
+    if (msg.type == SyncType::Created) break;
+    throw Error("container setup: unexpected message from init");
+  }
+
+  if (spec.process.oom_score_adj)
+    write_file("/proc/" + std::to_string(tx.init) + "/oom_score_adj", std::to_string(*spec.process.oom_score_adj));
+  st.pid = tx.init;
+  st.pid_start_time = state::process_start_time(tx.init);
+  tx.dir->save(st);
+  if (!o.pid_file.empty()) write_file_atomic(o.pid_file, std::to_string(tx.init), 0644);
+  tx.committed = true;
+  return Created{tx.init, spec.process.terminal};
+}
+
+}  // namespace crx::container

@@ -1,0 +1,179 @@
+#include "container/lifecycle.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "container/hooks_runner.hpp"
+#include "linux/cgroup.hpp"
+#include "spec/spec.hpp"
+
+namespace crx::container {
+
+namespace {
+
+std::optional<cgroup::Cgroup> load_cgroup(const state::ContainerState& st) {
+  if (st.cgroup.is_null()) return std::nullopt;
+  try {
+    return cgroup::Cgroup::load(st.cgroup);
+  } catch (const std::exception& e) {
+    log::warn(std::string("container ") + st.id + ": " + e.what());
+    return std::nullopt;
+  }
+}
+
+spec::Hooks saved_hooks(const state::ContainerState& st) {
+  if (!st.config.is_object()) return {};
+  try {
+    return spec::parse_spec(st.config, "state.json config").hooks;
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+void wait_gone(pid_t pid, uint64_t start_time) {
+  for (int i = 0; i < 2000 && state::process_alive(pid, start_time); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(i < 50 ? 1 : 5));
+}
+
+}  // namespace
+
+state::Status current_status(const state::StateDir& dir, const state::ContainerState& st) {
+  if (!state::process_alive(st.pid, st.pid_start_time)) return state::Status::Stopped;
+  if (dir.fifo_exists()) return state::Status::Created;
+  if (auto cg = load_cgroup(st); cg && cg->frozen()) return state::Status::Paused;
+  return state::Status::Running;
+}
+
+void start_container(const GlobalOptions& g, const std::string& id) {
+  auto dir = state::StateDir::open(g.root, id);
+  auto st = dir.load();
+  auto status = current_status(dir, st);
+  if (status == state::Status::Stopped) throw Error("cannot start a container that has stopped");
+  if (status != state::Status::Created)
+    throw Error(std::string("cannot start an already running container (status ") + state::to_string(status) + ")");
+
+  UniqueFd fifo(::open(dir.fifo_path().c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fifo) throw_errno("open " + dir.fifo_path());
+  for (;;) {
+    pollfd p{fifo.get(), POLLIN, 0};
+    int r = ::poll(&p, 1, 100);
+    if (r < 0 && errno != EINTR) throw_errno("poll exec fifo");
+    if (r > 0 && (p.revents & POLLIN)) {
+      char c;
+      if (::read(fifo.get(), &c, 1) == 1) break;
+    }
+    if (!state::process_alive(st.pid, st.pid_start_time))
+      throw Error("container " + id + " init exited before start");
+  }
+  ::unlink(dir.fifo_path().c_str());
+  std::string state_json = state::oci_state_json(st, state::Status::Running).dump();
+  run_hooks_warn(saved_hooks(st).poststart, "poststart", state_json);
+}
+
+int parse_signal(const std::string& text) {
+  if (text.empty()) throw Error("invalid signal: empty");
+  if (std::all_of(text.begin(), text.end(), ::isdigit)) {
+    int n = std::stoi(text);
+    if (n <= 0 || n >= NSIG) throw Error("invalid signal " + text);
+    return n;
+  }
+  std::string name = text;
+  for (auto& c : name) c = static_cast<char>(::toupper(c));
+  if (name.rfind("SIG", 0) == 0) name = name.substr(3);
+  for (int i = 1; i < NSIG; ++i) {
+    const char* abbrev = ::sigabbrev_np(i);
+    if (abbrev && name == abbrev) return i;
+  }
+  if (name.rfind("RTMIN", 0) == 0 || name.rfind("RTMAX", 0) == 0) {
+    int off = name.size() > 5 ? std::stoi(name.substr(5)) : 0;
+    int n = name.rfind("RTMIN", 0) == 0 ? SIGRTMIN + off : SIGRTMAX + off;
+    if (n >= SIGRTMIN && n <= SIGRTMAX) return n;
+  }
+  throw Error("invalid signal \"" + text + "\"");
+}
+
+void kill_container(const GlobalOptions& g, const std::string& id, int signal, bool all) {
+  auto dir = state::StateDir::open(g.root, id);
+  auto st = dir.load();
+  auto status = current_status(dir, st);
+  if (status == state::Status::Stopped && !all) throw Error("container " + id + " not running");
+  if (all) {
+    auto cg = load_cgroup(st);
+    if (!cg) throw Error("container " + id + ": no cgroup to signal --all");
+    bool frozen = cg->frozen();
+    for (pid_t p : cg->pids()) ::kill(p, signal);
+    if (frozen && signal == SIGKILL) cg->thaw();
+    return;
+  }
+  if (::kill(st.pid, signal) != 0) {
+    if (errno == ESRCH) throw Error("container " + id + " not running: no such process");
+    throw_errno("kill container " + id);
+  }
+}
+
+void delete_container(const GlobalOptions& g, const std::string& id, bool force) {
+  auto dir = state::StateDir::open(g.root, id);
+  state::ContainerState st;
+  bool have_state = dir.has_state();
+  if (have_state) {
+    try {
+      st = dir.load();
+    } catch (const Error&) {
+      if (!force) throw;
+      have_state = false;
+    }
+  }
+  if (!have_state) {
+    if (!force) throw Error("container " + id + " does not exist (incomplete state; use delete --force)");
+    dir.remove();
+    return;
+  }
+  auto status = current_status(dir, st);
+  auto cg = load_cgroup(st);
+  if (status == state::Status::Running || status == state::Status::Paused) {
+    if (!force)
+      throw Error("cannot delete container " + id + " that is not stopped: " + state::to_string(status));
+  }
+  if (status != state::Status::Stopped || force) {
+    if (st.pid > 0 && state::process_alive(st.pid, st.pid_start_time)) ::kill(st.pid, SIGKILL);
+    if (cg) {
+      for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
+      if (cg->frozen()) cg->thaw();
+    }
+    wait_gone(st.pid, st.pid_start_time);
+  }
+  if (cg) cg->destroy();
+  std::string state_json = state::oci_state_json(st, state::Status::Stopped).dump();
+  dir.remove();
+  run_hooks_warn(saved_hooks(st).poststop, "poststop", state_json);
+}
+
+nlohmann::json container_state(const GlobalOptions& g, const std::string& id) {
+  auto dir = state::StateDir::open(g.root, id);
+  auto st = dir.load();
+  return state::oci_state_json(st, current_status(dir, st));
+}
+
+std::vector<nlohmann::json> list_containers(const GlobalOptions& g) {
+  std::vector<nlohmann::json> out;
+  for (const auto& id : state::list_ids(g.root)) {
+    try {
+      out.push_back(container_state(g, id));
+    } catch (const std::exception&) {
+      // half-created or being deleted: skip as runc does
+    }
+  }
+  return out;
+}
+
+}  // namespace crx::container

@@ -1,0 +1,28 @@
+// The container's file-system view, set up in the child inside its new mount
+// namespace. Split in two so createContainer hooks can run in between:
+//   prepare_rootfs()  propagation, rootfs bind, every spec mount, /dev
+//   enter_rootfs()    pivot_root (or MS_MOVE+chroot with no_pivot)
+//   finish_rootfs()   masked and readonly paths, readonly root, propagation
+#pragma once
+#include <string>
+
+#include "spec/spec.hpp"
+
+namespace crx::rootfs {
+
+struct Options {
+  std::string rootfs;   // absolute host path
+  std::string bundle;   // relative bind sources are relative to it
+  bool no_pivot = false;
+  bool in_userns = false;
+  bool new_cgroupns = false;
+};
+
+void prepare_rootfs(const spec::Spec& spec, const Options& opts);
+void enter_rootfs(const Options& opts);
+void finish_rootfs(const spec::Spec& spec);
+
+// Mounts one spec mount below rootfs (exposed for tests).
+void mount_one(const spec::Mount& m, const Options& opts);
+
+}  // namespace crx::rootfs

@@ -1,0 +1,79 @@
+// cgroups through crx: limits land in the container's cgroup, relative and
+// absolute cgroupsPath, removed on delete.
+#include <filesystem>
+#include <sstream>
+
+#include "harness.hpp"
+
+namespace crx::test {
+namespace {
+
+using nlohmann::json;
+
+int init_pid(const std::string& id) { return json::parse(run_crx({"state", id}).out)["pid"]; }
+
+// The container's cgroup file for a v1 controller or the v2 dir.
+std::string cgroup_file(int pid, const std::string& controller, const std::string& file) {
+  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/cgroup"));
+  for (std::string line; std::getline(in, line);) {
+    auto a = line.find(':'), b = line.find(':', a + 1);
+    std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (("," + ctrls + ",").find("," + controller + ",") != std::string::npos)
+      return "/sys/fs/cgroup/" + ctrls + path + "/" + file;
+    if (ctrls.empty() && std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))
+      return "/sys/fs/cgroup" + path + "/" + file;
+  }
+  return "";
+}
+
+TEST(Cgroups, MemoryPidsCpuLimitsAndRemovalOnDelete) {
+  CRX_REQUIRE_ROOT();
+  Bundle b({"sleep", "1000"});
+  auto id = unique_id();
+  b.config()["linux"]["cgroupsPath"] = "/crx-test/" + id;
+  b.config()["linux"]["resources"] = {{"memory", {{"limit", 64 * 1024 * 1024}}},
+                                      {"pids", {{"limit", 42}}},
+                                      {"cpu", {{"shares", 512}, {"quota", 50000}, {"period", 100000}}}};
+  b.write();
+  ASSERT_EQ(run_crx({"run", "-d", "--bundle", b.dir(), id}).status, 0);
+  int pid = init_pid(id);
+  bool v2 = std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers");
+  if (v2) {
+    EXPECT_EQ(read_text(cgroup_file(pid, "", "memory.max")), "67108864\n");
+    EXPECT_EQ(read_text(cgroup_file(pid, "", "pids.max")), "42\n");
+    EXPECT_EQ(read_text(cgroup_file(pid, "", "cpu.max")), "50000 100000\n");
+  } else {
+    EXPECT_EQ(read_text(cgroup_file(pid, "memory", "memory.limit_in_bytes")), "67108864\n");
+    EXPECT_EQ(read_text(cgroup_file(pid, "pids", "pids.max")), "42\n");
+    EXPECT_EQ(read_text(cgroup_file(pid, "cpu", "cpu.shares")), "512\n");
+    EXPECT_EQ(read_text(cgroup_file(pid, "cpu", "cpu.cfs_quota_us")), "50000\n");
+  }
+  EXPECT_NE(cgroup_file(pid, v2 ? "" : "memory", "").find("/crx-test/" + id), std::string::npos);
+  EXPECT_EQ(run_crx({"delete", "--force", id}).status, 0);
+  expect_nothing_left(id);
+}
+
+TEST(Cgroups, DevicesAreDeniedUnlessAllowed) {
+  CRX_REQUIRE_ROOT();
+  Bundle b({"sh", "-c", "head -c1 /dev/mydev >/dev/null 2>&1 && echo readable || echo denied"});
+  b.config()["linux"]["devices"] = json::array({{{"path", "/dev/mydev"}, {"type", "c"}, {"major", 1}, {"minor", 8}}});
+  // listed devices are allowed: readable
+  b.write();
+  auto id = unique_id();
+  auto r = run_crx({"run", "--bundle", b.dir(), id});
+  EXPECT_EQ(r.out, "readable\n") << r.err;
+  // the same node under another name, not listed as a device: mknod it in a tmpfs
+  Bundle d({"sh", "-c", "mknod /mnt/rnd c 1 8 && head -c1 /mnt/rnd >/dev/null 2>&1 && echo readable || echo denied"});
+  d.config()["mounts"].push_back({{"destination", "/mnt"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"mode=755"}}});
+  d.config()["process"]["capabilities"]["bounding"].push_back("CAP_MKNOD");
+  d.config()["process"]["capabilities"]["effective"].push_back("CAP_MKNOD");
+  d.config()["process"]["capabilities"]["permitted"].push_back("CAP_MKNOD");
+  d.config()["linux"]["resources"]["devices"] = json::array({{{"allow", false}, {"access", "rwm"}}, {{"allow", true}, {"type", "c"}, {"major", 1}, {"minor", 8}, {"access", "m"}}});
+  d.write();
+  auto id2 = unique_id();
+  r = run_crx({"run", "--bundle", d.dir(), id2});
+  EXPECT_EQ(r.out, "denied\n") << r.err;
+}
+
+}  // namespace
+}  // namespace crx::test

@@ -1,0 +1,64 @@
+// Test harness for the host integration tests: runs the real crx binary as
+// root against a private --root, with busybox bundles built from Debian's
+// busybox-static (bundles/busybox/make-rootfs.sh), one shared rootfs.
+#pragma once
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace crx::test {
+
+struct Result {
+  int status = -1;  // exit status, or 128+signal
+  std::string out;
+  std::string err;
+};
+
+// Runs `crx --root <root> args...`; stdin_data is fed to stdin.
+Result run_crx(const std::vector<std::string>& args, const std::string& stdin_data = "",
+               const std::vector<int>& pass_fds = {});
+// Runs /bin/sh -c script on the host.
+Result run_sh(const std::string& script);
+
+// The shared busybox rootfs (built once per test run).
+const std::string& busybox_rootfs();
+// The --root every test uses (a fresh temp dir per test binary).
+const std::string& state_root();
+
+// A bundle dir with a config.json made from `crx spec`, adjusted for tests:
+// no terminal, root.path = the shared rootfs (read-only), args as given.
+class Bundle {
+ public:
+  explicit Bundle(std::vector<std::string> args = {"true"});
+  ~Bundle();
+  nlohmann::json& config() { return config_; }
+  const std::string& dir() const { return dir_; }
+  void write() const;  // writes config.json (call after editing config())
+
+ private:
+  std::string dir_;
+  nlohmann::json config_;
+};
+
+// A unique container id for this test.
+std::string unique_id(const std::string& stem = "t");
+// Checks nothing of container `id` is left: state dir, cgroup dirs, mounts.
+void expect_nothing_left(const std::string& id);
+// Deletes the container with --force, ignoring errors (test teardown).
+void force_delete(const std::string& id);
+// Host cgroup directories whose name is `id` (any hierarchy).
+std::vector<std::string> cgroup_dirs_named(const std::string& id);
+std::string read_text(const std::string& path);
+void write_text(const std::string& path, const std::string& text);
+std::string temp_dir(const std::string& stem);
+
+// Skips the test unless running as root.
+#define CRX_REQUIRE_ROOT()                                   \
+  do {                                                       \
+    if (::geteuid() != 0) GTEST_SKIP() << "needs root";      \
+  } while (0)
+
+}  // namespace crx::test

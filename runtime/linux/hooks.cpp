@@ -1,0 +1,176 @@
+#include "linux/hooks.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+#include "common/unique_fd.hpp"
+
+namespace crx::linux_ {
+namespace {
+
+UniqueFd state_memfd(const std::string& state_json) {
+  UniqueFd fd(::memfd_create("crx-hook-state", MFD_CLOEXEC | MFD_ALLOW_SEALING));
+  if (!fd) throw_errno("hook: memfd_create");
+  size_t done = 0;
+  while (done < state_json.size()) {
+    ssize_t n = ::write(fd.get(), state_json.data() + done, state_json.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno("hook: write state");
+    done += static_cast<size_t>(n);
+  }
+  ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
+  if (::lseek(fd.get(), 0, SEEK_SET) < 0) throw_errno("hook: lseek state");
+  return fd;
+}
+
+std::vector<char*> c_strings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (auto& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+int64_t now_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
+}
+
+std::string first_line(const std::string& text) {
+  std::string line = text.substr(0, text.find('\n'));
+  while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+  return line;
+}
+
+// Reads what is available into out (bounded); returns false at EOF/error.
+bool drain(int fd, std::string& out) {
+  char buf[4096];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      if (out.size() < 65536) out.append(buf, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return n < 0 && errno == EAGAIN;
+  }
+}
+
+}  // namespace
+
+void run_hook(const spec::Hook& hook, const std::string& state_json, const std::string& phase) {
+  const std::string who = "hook " + phase + " " + hook.path;
+  UniqueFd stdin_fd = state_memfd(state_json);
+  int err_pipe[2];
+  if (::pipe2(err_pipe, O_CLOEXEC | O_NONBLOCK) < 0) throw_errno(who + ": pipe");
+  UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  UniqueFd devnull(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+
+  // Everything execve needs is prepared before fork.
+  std::vector<std::string> args = hook.args.empty() ? std::vector<std::string>{hook.path}
+                                                     : hook.args;
+  std::vector<std::string> env = hook.env;
+  std::vector<char*> argv = c_strings(args), envp = c_strings(env);
+  int exec_pipe[2];  // carries errno of a failed execve
+  if (::pipe2(exec_pipe, O_CLOEXEC) < 0) throw_errno(who + ": pipe");
+  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
+
+  const pid_t pid = ::fork();
+  if (pid < 0) throw_errno(who + ": fork");
+  if (pid == 0) {
+    // Child: async-signal-safe calls only.
+    ::dup2(stdin_fd.get(), 0);
+    if (devnull) ::dup2(devnull.get(), 1);
+    ::dup2(err_w.get(), 2);
+    ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) & ~O_NONBLOCK);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::execve(hook.path.c_str(), argv.data(), envp.data());
+    int e = errno;
+    (void)!::write(exec_w.get(), &e, sizeof e);
+    ::_exit(127);
+  }
+  err_w.reset();
+  exec_w.reset();
+  stdin_fd.reset();
+
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  const int64_t deadline = hook.timeout && *hook.timeout > 0
+                               ? now_ms() + int64_t{*hook.timeout} * 1000 : -1;
+  std::string err_text;
+  bool err_open = true, timed_out = false;
+  for (;;) {
+    pollfd fds[2] = {{pidfd.get(), POLLIN, 0}, {err_open ? err_r.get() : -1, POLLIN, 0}};
+    int wait_ms = -1;
+    if (deadline >= 0) {
+      const int64_t left = deadline - now_ms();
+      if (left <= 0) {
+        timed_out = true;
+        break;
+      }
+      wait_ms = static_cast<int>(left);
+    }
+    if (!pidfd) wait_ms = wait_ms < 0 ? 50 : std::min(wait_ms, 50);  // no pidfd: poll waitpid
+    int rc = ::poll(fds, 2, wait_ms);
+    if (rc < 0 && errno != EINTR) throw_errno(who + ": poll");
+    if (err_open && fds[1].revents) err_open = drain(err_r.get(), err_text);
+    if (pidfd) {
+      if (fds[0].revents) break;
+    } else {
+      siginfo_t si{};
+      if (::waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) break;
+    }
+  }
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  drain(err_r.get(), err_text);  // what the hook wrote before exiting
+
+  if (timed_out)
+    throw Error(who + " timed out after " + std::to_string(*hook.timeout) + "s");
+  int exec_errno = 0;
+  if (::read(exec_r.get(), &exec_errno, sizeof exec_errno) == sizeof exec_errno)
+    throw_errno(who + ": execve", exec_errno);
+  if (WIFSIGNALED(status)) {
+    const char* abbrev = sigabbrev_np(WTERMSIG(status));
+    throw Error(who + " killed by signal " +
+                (abbrev ? "SIG" + std::string(abbrev) : std::to_string(WTERMSIG(status))));
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) != 0) {
+    std::string msg = who + " exited with status " + std::to_string(WEXITSTATUS(status));
+    if (const std::string line = first_line(err_text); !line.empty()) msg += ": " + line;
+    throw Error(msg);
+  }
+}
+
+void run_hooks(const std::vector<spec::Hook>& hooks, const std::string& state_json,
+               const std::string& phase) {
+  for (const auto& hook : hooks) {
+    if (phase == "poststop") {
+      try {
+        run_hook(hook, state_json, phase);
+      } catch (const Error& e) {
+        log::warn(e.what());
+      }
+      continue;
+    }
+    run_hook(hook, state_json, phase);
+  }
+}
+
+}  // namespace crx::linux_

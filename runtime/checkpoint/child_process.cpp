@@ -52,7 +52,7 @@ void ChildProcess::kill_and_wait() {
 }
 
 ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>& keep_fds,
-                   bool quiet) {
+                   bool quiet, int stdin_fd, int stdout_fd) {
   if (argv.empty()) throw Error("spawn: empty command line");
   // Everything the child needs is prepared before fork: no allocation after.
   std::vector<char*> args;
@@ -81,6 +81,8 @@ ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>&
         if (null > 2) ::close(null);
       }
     }
+    if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
+    if (stdout_fd >= 0) ::dup2(stdout_fd, 1);
     ::signal(SIGPIPE, SIG_DFL);
     ::execvp(args[0], args.data());
     int e = errno;

@@ -35,8 +35,9 @@ class ChildProcess {
 // fork + execvp(argv[0], argv). Every fd of ours is close-on-exec except
 // those in keep_fds, which the child inherits under the same number.
 // stdin/stdout/stderr are inherited unless quiet (then /dev/null).
+// stdin_fd/stdout_fd >= 0 become the child's stdin/stdout.
 ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>& keep_fds,
-                   bool quiet = false);
+                   bool quiet = false, int stdin_fd = -1, int stdout_fd = -1);
 
 // "exited with status 1" / "killed by signal 9".
 std::string describe_wait_status(int status);

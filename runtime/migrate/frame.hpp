@@ -88,6 +88,8 @@ class FrameConn {
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
   void shutdown() noexcept;
+  // Gives up the socket (e.g. to hand an authenticated channel to CRIU).
+  UniqueFd release_fd() { return std::move(fd_); }
 
  private:
   void write_all(const char* data, size_t len);

@@ -40,7 +40,7 @@ HostPort parse_host_port(const std::string& text) {
   if (port.empty() || port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos)
     throw Error("invalid port in \"" + text + "\"");
   hp.port = std::stoi(port);
-  if (hp.port < 1 || hp.port > 65535) throw Error("invalid port in \"" + text + "\": 1..65535");
+  if (hp.port > 65535) throw Error("invalid port in \"" + text + "\": 0..65535");
   return hp;
 }
 

@@ -15,7 +15,7 @@ struct HostPort {
 };
 
 // "10.0.0.2:7000", "[fe80::1]:7000", ":7000" (host empty = any). Throws
-// Error naming the text for anything else (port must be 1..65535).
+// Error naming the text for anything else (port 0..65535; 0 = any free port when listening).
 HostPort parse_host_port(const std::string& text);
 
 // Throws e.g. "connect to 10.0.0.2:7000: Connection refused (is `crx

@@ -1,0 +1,287 @@
+#include "checkpoint/container_checkpoint.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+#include "checkpoint/criu_rpc.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "common/log.hpp"
+#include "container/lifecycle.hpp"
+#include "linux/cgroup.hpp"
+#include "spec/rootfs.hpp"
+#include "spec/spec.hpp"
+#include "state/store.hpp"
+
+namespace crx::checkpoint {
+namespace {
+
+bool is_bind(const spec::Mount& m) {
+  if (m.type == "bind") return true;
+  for (const auto& o : m.options) {
+    if (o == "bind" || o == "rbind") return true;
+  }
+  return false;
+}
+
+UniqueFd open_dir(const std::string& path, bool create) {
+  if (create) mkdir_p(path, 0700);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw_errno("open " + path);
+  return fd;
+}
+
+uint32_t empty_ns_mask(const std::vector<std::string>& names) {
+  uint32_t mask = 0;
+  for (const auto& n : names) {
+    if (n == "network" || n == "net") {
+      mask |= CLONE_NEWNET;
+    } else {
+      throw Error("--empty-ns " + n + ": only network is supported (as in runc)");
+    }
+  }
+  return mask;
+}
+
+void apply_flags(CommonOptions& o, const CriuFlags& f) {
+  o.tcp_established = f.tcp_established;
+  o.ext_unix_sk = f.ext_unix_sk;
+  o.shell_job = f.shell_job;
+  o.file_locks = f.file_locks;
+  o.manage_cgroups_mode = f.manage_cgroups_mode;
+}
+
+// Bind mounts and masked files as CRIU external mounts.
+void add_dump_mounts(CommonOptions& o, const spec::Spec& s) {
+  for (const auto& m : s.mounts) {
+    if (is_bind(m)) o.ext_mounts.push_back({m.destination, m.destination});
+  }
+  for (const auto& p : s.linux.masked_paths) o.ext_mounts.push_back({p, p});
+}
+
+void add_restore_mounts(CommonOptions& o, const spec::Spec& s, const std::string& rootfs) {
+  for (const auto& m : s.mounts) {
+    if (!is_bind(m)) continue;
+    o.ext_mounts.push_back({m.destination, m.source});
+    // CRIU mounts onto the destination inside the rootfs: it must exist.
+    std::string target = rootfs + m.destination;
+    if (!path_exists(target)) {
+      struct stat st{};
+      if (::stat(m.source.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+        mkdir_p(target.substr(0, target.rfind('/')), 0755);
+        write_file(target, "", 0644);
+      } else {
+        mkdir_p(target, 0755);
+      }
+    }
+  }
+  for (const auto& p : s.linux.masked_paths) o.ext_mounts.push_back({p, "/dev/null"});
+}
+
+struct Loaded {
+  state::ContainerState st;
+  spec::Spec spec;
+  std::optional<cgroup::Cgroup> cg;
+};
+
+Loaded load(const container::GlobalOptions& g, const std::string& id) {
+  auto dir = state::StateDir::open(g.root, id);
+  Loaded l;
+  l.st = dir.load();
+  l.spec = spec::parse_spec(l.st.config, "state.json config");
+  if (!l.st.cgroup.is_null() && !l.st.cgroup.empty()) l.cg = cgroup::Cgroup::load(l.st.cgroup);
+  auto status = container::current_status(dir, l.st);
+  if (status != state::Status::Running && status != state::Status::Paused) {
+    throw Error("container " + id + " is " + state::to_string(status) +
+                ": container not running, nothing to checkpoint");
+  }
+  return l;
+}
+
+std::string freezer_dir(const std::optional<cgroup::Cgroup>& cg) {
+  if (!cg) return {};
+  std::string d = cg->path_for("freezer");
+  return d;
+}
+
+// rootfs bind-mounted on itself under the state dir: CRIU restores the
+// container's mount tree on top of a mount point.
+class CriuRoot {
+ public:
+  CriuRoot(const std::string& rootfs, const std::string& at) : path_(at) {
+    mkdir_p(at, 0700);
+    if (::mount(rootfs.c_str(), at.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0)
+      throw_errno("bind-mount " + rootfs + " on " + at);
+    mounted_ = true;
+  }
+  ~CriuRoot() {
+    if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+    ::rmdir(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  bool mounted_ = false;
+};
+
+void write_pid_file(const std::string& path, pid_t pid) {
+  if (path.empty()) return;
+  write_file_atomic(path, std::to_string(pid), 0644);
+}
+
+}  // namespace
+
+SourceContainer prepare_source(const container::GlobalOptions& g, const std::string& id,
+                               const CriuFlags& flags) {
+  Loaded l = load(g, id);
+  SourceContainer s;
+  s.pid = l.st.pid;
+  s.freezer_dir = freezer_dir(l.cg);
+  s.base.pid = l.st.pid;
+  s.base.root = l.st.rootfs;
+  apply_flags(s.base, flags);
+  add_dump_mounts(s.base, l.spec);
+  s.base.empty_ns = empty_ns_mask(flags.empty_ns);
+  s.base.auto_dedup = flags.auto_dedup;
+  s.base.orphan_pts_master = l.spec.process.terminal;
+  s.base.freeze_cgroup = s.freezer_dir;
+  return s;
+}
+
+void freeze_container(const container::GlobalOptions& g, const std::string& id) {
+  Loaded l = load(g, id);
+  if (!l.cg) throw Error("container " + id + " has no cgroup to freeze");
+  l.cg->freeze();
+}
+
+void thaw_container(const container::GlobalOptions& g, const std::string& id) {
+  auto dir = state::StateDir::open(g.root, id);
+  auto st = dir.load();
+  if (st.cgroup.is_null() || st.cgroup.empty()) return;
+  cgroup::Cgroup::load(st.cgroup).thaw();
+}
+
+void checkpoint_container(const container::GlobalOptions& g, const std::string& id,
+                          const CheckpointRequest& r) {
+  if (r.image_path.empty()) throw Error("checkpoint: --image-path is required");
+  SourceContainer src = prepare_source(g, id, r.flags);
+  UniqueFd images = open_dir(r.image_path, true);
+  UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
+  DumpOptions o = src.base;
+  o.images_dir_fd = images.get();
+  o.work_dir_fd = work.get();
+  o.log_file = r.pre_dump ? "pre-dump.log" : "dump.log";
+  o.parent_img = r.parent_path;
+  o.leave_running = r.leave_running || r.pre_dump;
+  o.track_mem = r.pre_dump || !r.parent_path.empty();
+  o.lazy_pages = r.flags.lazy_pages;
+  o.status_fd = r.status_fd;
+  if (!r.page_server.empty()) {
+    size_t colon = r.page_server.rfind(':');
+    if (colon == std::string::npos) throw Error("--page-server wants ADDRESS:PORT");
+    o.page_server = PageServerTarget{r.page_server.substr(0, colon),
+                                     std::stoi(r.page_server.substr(colon + 1)), -1};
+  }
+  if (r.pre_dump) {
+    criu_pre_dump(o);
+    return;
+  }
+  criu_dump(o);
+  if (!o.leave_running) {
+    // CRIU killed the tasks; remove what is left like runc does.
+    container::delete_container(g, id, true);
+  }
+}
+
+pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
+                        const RestoreRequest& r) {
+  if (r.image_path.empty()) throw Error("restore: --image-path is required");
+  std::string bundle = r.bundle.empty() ? "." : r.bundle;
+  char real[PATH_MAX];
+  if (!::realpath(bundle.c_str(), real)) throw_errno("bundle " + bundle);
+  bundle = real;
+  spec::Spec s = spec::load_spec(bundle);
+  std::string rootfs = spec::resolve_rootfs(s, bundle);
+
+  auto dir = state::StateDir::create(g.root, id);
+  std::optional<cgroup::Cgroup> cg;
+  bool ok = false;
+  try {
+    cg = cgroup::Cgroup::create(s.linux, id, g.systemd_cgroup);
+    UniqueFd images = open_dir(r.image_path, false);
+    UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
+    CriuRoot root(rootfs, dir.path() + "/criu-root");
+
+    RestoreOptions o;
+    o.images_dir_fd = images.get();
+    o.work_dir_fd = work.get();
+    o.log_file = "restore.log";
+    o.root = root.path();
+    apply_flags(o, r.flags);
+    if (!o.manage_cgroups_mode) o.manage_cgroups_mode = CgroupMode::Soft;
+    add_restore_mounts(o, s, rootfs);
+    o.rst_sibling = r.as_child;
+    o.auto_dedup = r.flags.auto_dedup;
+    o.lazy_pages = r.flags.lazy_pages;
+    o.notify_scripts = true;
+    o.orphan_pts_master = s.process.terminal;
+    // Same cgroupsPath as on the source, so CRIU's soft mode finds the
+    // cgroup made above; the root task also joins it explicitly below.
+    pid_t restored = 0;
+    bool held = false;
+    auto notify = [&](Notification& n) {
+      if (n.script == "setup-namespaces" && n.pid > 0) {
+        restored = n.pid;
+        cg->add_process(n.pid);
+      } else if (n.script == "pre-resume") {
+        held = true;
+        if (r.hold) r.hold();
+      } else if (n.script == "orphan-pts-master" && n.fd) {
+        if (!r.console_socket.empty()) {
+          log::warn("restore: --console-socket is not wired yet; the pty master is dropped");
+        }
+      }
+    };
+    pid_t pid = criu_restore(o, notify);
+    if (!held && r.hold) r.hold();
+    if (pid <= 0) pid = restored;
+
+    state::ContainerState st;
+    st.id = id;
+    st.bundle = bundle;
+    st.rootfs = rootfs;
+    st.created = state::now_rfc3339();
+    st.pid = pid;
+    st.pid_start_time = state::process_start_time(pid);
+    st.annotations = s.annotations;
+    st.cgroup = cg->save();
+    st.config = s.raw;
+    st.systemd_cgroup = g.systemd_cgroup;
+    dir.save(st);
+    write_pid_file(r.pid_file, pid);
+    ok = true;
+    return pid;
+  } catch (...) {
+    if (!ok) {
+      if (cg) {
+        for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
+        try {
+          cg->destroy();
+        } catch (const std::exception& e) {
+          log::warn(std::string("restore cleanup: ") + e.what());
+        }
+      }
+      dir.remove();
+    }
+    throw;
+  }
+}
+
+}  // namespace crx::checkpoint

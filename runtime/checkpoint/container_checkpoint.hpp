@@ -1,0 +1,86 @@
+// runc-compatible checkpoint and restore of a crx container, on top of the
+// CRIU client (criu_rpc.hpp) and the runtime's state store and cgroups.
+//
+// Bind mounts of the container are passed to CRIU as external mounts
+// (dump: key = value = destination; restore: key = destination, value =
+// the source on this host), masked files (/dev/null binds) likewise. The
+// container is frozen through the cgroup freezer (CRIU's freeze_cgroup).
+// Restore creates an ordinary crx container: state.json, cgroup, pid file;
+// state, exec, kill and delete work on it afterwards.
+#pragma once
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "checkpoint/criu_options.hpp"
+#include "container/create.hpp"
+
+namespace crx::checkpoint {
+
+// What CRIU needs to know about the container, beyond the command's flags.
+struct CriuFlags {
+  bool tcp_established = false;
+  bool ext_unix_sk = false;
+  bool shell_job = false;
+  bool file_locks = false;
+  bool auto_dedup = false;
+  bool lazy_pages = false;
+  std::optional<CgroupMode> manage_cgroups_mode;
+  std::vector<std::string> empty_ns;  // namespace types: "network", ...
+};
+
+struct CheckpointRequest {
+  std::string image_path;  // required
+  std::string work_path;   // default: image_path
+  std::string parent_path;  // relative to image_path, like runc's --parent-path
+  bool leave_running = false;
+  bool pre_dump = false;
+  std::string page_server;  // "HOST:PORT"
+  int status_fd = -1;       // --lazy-pages: CRIU writes when ready
+  CriuFlags flags;
+};
+
+// `crx checkpoint`. Without leave_running the container is stopped and
+// deleted afterwards (its state removed), as runc does.
+void checkpoint_container(const container::GlobalOptions& g, const std::string& id,
+                          const CheckpointRequest& r);
+
+struct RestoreRequest {
+  std::string image_path;  // required
+  std::string work_path;   // default: image_path
+  std::string bundle = ".";
+  std::string pid_file;
+  std::string console_socket;
+  bool detach = false;
+  bool no_subreaper = false;
+  // Restored tasks become children of the caller (`crx restore` waits for
+  // them when not detached); false leaves them to CRIU (they are reparented).
+  bool as_child = true;
+  CriuFlags flags;
+  // Called when the restored tasks are ready to resume (CRIU's pre-resume);
+  // throwing aborts the restore, and nothing is left.
+  std::function<void()> hold;
+};
+
+// `crx restore`; returns the restored init's pid. On error nothing is left:
+// no state dir, cgroup, mount or process.
+pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
+                        const RestoreRequest& r);
+
+// The pieces migration needs on the source: dump options for a crx
+// container (without images dir / work dir / page server, which the caller
+// sets), and its cgroup operations.
+struct SourceContainer {
+  pid_t pid = 0;
+  std::string freezer_dir;  // CRIU's freeze_cgroup
+  DumpOptions base;         // pid, root, ext mounts, flags
+};
+SourceContainer prepare_source(const container::GlobalOptions& g, const std::string& id,
+                               const CriuFlags& flags);
+void freeze_container(const container::GlobalOptions& g, const std::string& id);
+void thaw_container(const container::GlobalOptions& g, const std::string& id);
+
+}  // namespace crx::checkpoint

@@ -1,0 +1,180 @@
+#include "migrate/criu_sides.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include "checkpoint/child_process.hpp"
+#include "checkpoint/criu_rpc.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "common/log.hpp"
+#include "container/lifecycle.hpp"
+#include "migrate/rootfs_stream.hpp"
+#include "state/store.hpp"
+
+namespace crx::migrate {
+namespace {
+
+UniqueFd open_dir(const std::string& path) {
+  mkdir_p(path, 0700);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw_errno("open " + path);
+  return fd;
+}
+
+// `criu page-server` on an authenticated, connected socket; one session.
+class CriuPageSink : public PageSink {
+ public:
+  CriuPageSink(const std::string& dir, UniqueFd channel) : dir_(dir), channel_(std::move(channel)) {
+    std::string fd = std::to_string(channel_.get());
+    child_ = checkpoint::spawn({"criu", "page-server", "--images-dir", dir, "--ps-socket", fd,
+                                "--log-file", dir + ".page-server.log", "-v4"},
+                               {channel_.get()}, true);
+    channel_.reset();  // criu holds it now
+  }
+  void wait(std::chrono::milliseconds timeout) override {
+    auto until = std::chrono::steady_clock::now() + timeout;
+    int status = 0;
+    while (!child_.try_wait(&status)) {
+      if (std::chrono::steady_clock::now() > until) {
+        child_.kill_and_wait();
+        throw Error("criu page-server did not finish within " +
+                    std::to_string(timeout.count() / 1000) + " s");
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (status != 0) {
+      std::string tail;
+      try {
+        tail = checkpoint::criu_log_tail(read_file(dir_ + ".page-server.log"));
+      } catch (const std::exception&) {
+      }
+      throw Error("criu page-server " + checkpoint::describe_wait_status(status) +
+                  (tail.empty() ? "" : ": " + tail));
+    }
+  }
+
+ private:
+  std::string dir_;
+  UniqueFd channel_;
+  checkpoint::ChildProcess child_;
+};
+
+}  // namespace
+
+std::string bundle_config_hash(const std::string& bundle) {
+  return sha256_file(bundle + "/config.json");
+}
+
+CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags)
+    : g_(std::move(g)), id_(std::move(id)) {
+  src_ = checkpoint::prepare_source(g_, id_, flags);
+}
+
+checkpoint::DumpOptions CriuSource::options(const std::string& images_dir,
+                                            const std::string& parent, int page_fd,
+                                            const char* log) {
+  checkpoint::DumpOptions o = src_.base;
+  o.log_file = log;
+  o.parent_img = parent;
+  o.track_mem = true;
+  o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
+  o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
+  (void)images_dir;
+  return o;
+}
+
+void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {
+  UniqueFd images = open_dir(images_dir);
+  UniqueFd work = open_dir(images_dir + ".work");
+  auto o = options(images_dir, parent, page_fd, "pre-dump.log");
+  o.images_dir_fd = images.get();
+  o.work_dir_fd = work.get();
+  // A pre-dump must not leave the container frozen: CRIU restores the
+  // freezer state it found, which is "running" here.
+  checkpoint::criu_pre_dump(o);
+}
+
+void CriuSource::freeze() { checkpoint::freeze_container(g_, id_); }
+
+void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd) {
+  UniqueFd images = open_dir(images_dir);
+  UniqueFd work = open_dir(images_dir + ".work");
+  auto o = options(images_dir, parent, page_fd, "dump.log");
+  o.images_dir_fd = images.get();
+  o.work_dir_fd = work.get();
+  // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
+  // puts it back to frozen after the dump instead of letting it run.
+  checkpoint::criu_dump(o);
+}
+
+void CriuSource::resume() { checkpoint::thaw_container(g_, id_); }
+
+void CriuSource::destroy() {
+  // SIGKILL to a frozen cgroup is delivered once it thaws; delete --force
+  // kills, thaws and removes state and cgroup.
+  container::delete_container(g_, id_, true);
+}
+
+CriuDestination::CriuDestination(container::GlobalOptions g) : g_(std::move(g)) {}
+
+Acceptance CriuDestination::accept(const Manifest& m) {
+  if (path_exists(g_.root + "/" + m.id + "/state.json")) {
+    throw Error("container " + m.id + " already exists on the destination");
+  }
+  Acceptance a{m.bundle, false};
+  if (path_exists(m.bundle + "/config.json")) {
+    if (bundle_config_hash(m.bundle) == m.config_sha256) return a;
+    throw Error("bundle " + m.bundle + " on the destination has a different config.json");
+  }
+  if (!m.send_rootfs) {
+    throw Error("bundle " + m.bundle +
+                " does not exist on the destination; migrate with --send-rootfs");
+  }
+  a.need_rootfs = true;
+  return a;
+}
+
+std::unique_ptr<PageSink> CriuDestination::start_page_server(const std::string& round_dir,
+                                                             UniqueFd channel) {
+  return std::make_unique<CriuPageSink>(round_dir, std::move(channel));
+}
+
+int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
+                             const Acceptance& a, const std::function<void()>& hold) {
+  checkpoint::RestoreRequest r;
+  r.image_path = images_dir;
+  r.work_path = images_dir + ".work";
+  r.bundle = a.bundle;
+  r.detach = true;
+  r.as_child = false;
+  r.flags.tcp_established = m.flags.tcp_established;
+  r.flags.ext_unix_sk = m.flags.ext_unix_sk;
+  r.flags.shell_job = m.flags.shell_job;
+  r.flags.file_locks = m.flags.file_locks;
+  if (!m.flags.manage_cgroups_mode.empty())
+    r.flags.manage_cgroups_mode = checkpoint::parse_cgroup_mode(m.flags.manage_cgroups_mode);
+  r.hold = hold;
+  int pid = checkpoint::restore_container(g_, m.id, r);
+  restored_.insert(m.id);
+  return pid;
+}
+
+void CriuDestination::discard(const Manifest& m) noexcept {
+  // A failed restore cleans up after itself; only a container this receiver
+  // restored (never one that was here before) is deleted.
+  if (!restored_.count(m.id)) return;
+  try {
+    container::delete_container(g_, m.id, true);
+    restored_.erase(m.id);
+  } catch (const std::exception& e) {
+    log::warn("discarding " + m.id + " on the destination: " + e.what());
+  }
+}
+
+}  // namespace crx::migrate

@@ -1,0 +1,133 @@
+#include "migrate/protocol.hpp"
+
+#include "common/error.hpp"
+
+namespace crx::migrate {
+namespace {
+
+using nlohmann::json;
+
+json parse_object(const std::string& text, const char* what) {
+  json j = json::parse(text, nullptr, false);
+  if (!j.is_object()) throw Error(std::string("malformed ") + what + " frame: not a JSON object");
+  return j;
+}
+
+template <typename T>
+T req(const json& j, const char* what, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end()) throw Error(std::string("malformed ") + what + " frame: no \"" + key + "\"");
+  try {
+    return it->get<T>();
+  } catch (const json::exception&) {
+    throw Error(std::string("malformed ") + what + " frame: \"" + key + "\" has the wrong type");
+  }
+}
+
+template <typename T>
+T opt(const json& j, const char* what, const char* key, T dflt) {
+  if (!j.contains(key)) return dflt;
+  return req<T>(j, what, key);
+}
+
+}  // namespace
+
+std::string to_json(const Manifest& m) {
+  json flags = {{"tcp_established", m.flags.tcp_established},
+                {"ext_unix_sk", m.flags.ext_unix_sk},
+                {"shell_job", m.flags.shell_job},
+                {"file_locks", m.flags.file_locks},
+                {"manage_cgroups_mode", m.flags.manage_cgroups_mode}};
+  return json{{"protocol", kProtocolVersion},
+              {"id", m.id},
+              {"bundle", m.bundle},
+              {"config_sha256", m.config_sha256},
+              {"config_json", m.config_json},
+              {"send_rootfs", m.send_rootfs},
+              {"pre_copy_rounds", m.pre_copy_rounds},
+              {"criu_version", m.criu_version},
+              {"kernel", m.kernel},
+              {"flags", flags}}
+      .dump();
+}
+
+Manifest parse_manifest(const std::string& text) {
+  const char* w = "manifest";
+  json j = parse_object(text, w);
+  int proto = req<int>(j, w, "protocol");
+  if (proto != kProtocolVersion) {
+    throw Error("sender speaks migration protocol " + std::to_string(proto) + ", this crx speaks " +
+                std::to_string(kProtocolVersion));
+  }
+  Manifest m;
+  m.id = req<std::string>(j, w, "id");
+  m.bundle = req<std::string>(j, w, "bundle");
+  m.config_sha256 = req<std::string>(j, w, "config_sha256");
+  m.config_json = opt<std::string>(j, w, "config_json", "");
+  m.send_rootfs = opt<bool>(j, w, "send_rootfs", false);
+  m.pre_copy_rounds = opt<int>(j, w, "pre_copy_rounds", 0);
+  m.criu_version = opt<std::string>(j, w, "criu_version", "");
+  m.kernel = opt<std::string>(j, w, "kernel", "");
+  if (j.contains("flags")) {
+    json f = req<json>(j, w, "flags");
+    if (!f.is_object()) throw Error("malformed manifest frame: \"flags\" is not an object");
+    m.flags.tcp_established = opt<bool>(f, w, "tcp_established", false);
+    m.flags.ext_unix_sk = opt<bool>(f, w, "ext_unix_sk", false);
+    m.flags.shell_job = opt<bool>(f, w, "shell_job", false);
+    m.flags.file_locks = opt<bool>(f, w, "file_locks", false);
+    m.flags.manage_cgroups_mode = opt<std::string>(f, w, "manage_cgroups_mode", "");
+  }
+  if (m.id.empty()) throw Error("malformed manifest frame: empty container id");
+  return m;
+}
+
+std::string to_json(const Acceptance& a) {
+  return json{{"bundle", a.bundle}, {"need_rootfs", a.need_rootfs}}.dump();
+}
+
+Acceptance parse_acceptance(const std::string& text) {
+  const char* w = "accept";
+  json j = parse_object(text, w);
+  return Acceptance{req<std::string>(j, w, "bundle"), req<bool>(j, w, "need_rootfs")};
+}
+
+std::string to_json(const RoundStart& r) {
+  return json{{"round", r.round}, {"final", r.final}, {"parent", r.parent}}.dump();
+}
+
+RoundStart parse_round_start(const std::string& text) {
+  const char* w = "round-start";
+  json j = parse_object(text, w);
+  RoundStart r{req<int>(j, w, "round"), req<bool>(j, w, "final"), req<std::string>(j, w, "parent")};
+  if (r.round < 1 || r.round > 1000) throw Error("malformed round-start frame: round out of range");
+  return r;
+}
+
+std::string to_json(const RoundDone& r) {
+  return json{{"image_bytes", r.image_bytes}, {"criu_seconds", r.criu_seconds}}.dump();
+}
+
+RoundDone parse_round_done(const std::string& text) {
+  const char* w = "round-done";
+  json j = parse_object(text, w);
+  return RoundDone{req<uint64_t>(j, w, "image_bytes"), opt<double>(j, w, "criu_seconds", 0)};
+}
+
+std::string to_json(const RoundAck& r) { return json{{"page_bytes", r.page_bytes}}.dump(); }
+
+RoundAck parse_round_ack(const std::string& text) {
+  json j = parse_object(text, "round-ack");
+  return RoundAck{req<uint64_t>(j, "round-ack", "page_bytes")};
+}
+
+std::string to_json(const RestoreDone& r) {
+  return json{{"restore_seconds", r.restore_seconds}, {"pid", r.pid}}.dump();
+}
+
+RestoreDone parse_restore_done(const std::string& text) {
+  const char* w = "restore-ok";
+  json j = parse_object(text, w);
+  return RestoreDone{opt<double>(j, w, "restore_seconds", 0), opt<int>(j, w, "pid", 0)};
+}
+
+}  // namespace crx::migrate

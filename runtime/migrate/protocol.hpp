@@ -1,0 +1,84 @@
+// The JSON bodies of the control frames, with strict parsing: a missing or
+// mistyped field is a clear error naming the frame and the field.
+//
+// Conversation (after authentication, see auth.hpp):
+//   S: Manifest            R: Accept (or Error)
+//   [S: RootfsData* RootfsEnd]                      (--send-rootfs)
+//   per round r = 1..n (pre-dumps, then the final dump):
+//     S: RoundStart{r}     R: PageServerReady       (page channel: new TCP
+//                                                    connection, own auth)
+//     S: ImageData/ImageClose/ImageSymlink*  (as CRIU writes them)
+//     S: RoundDone         R: RoundAck{page_bytes}
+//   S: DumpDone            R: RestoreOk    (restored, held before resume)
+//   S: Commit              R: CommitAck    (running on the destination)
+//   Either side may send Error/Abort at any point: everything rolls back.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace crx::migrate {
+
+inline constexpr int kProtocolVersion = 1;
+
+struct CheckpointFlags {
+  bool tcp_established = false;
+  bool ext_unix_sk = false;
+  bool shell_job = false;
+  bool file_locks = false;
+  std::string manage_cgroups_mode;  // empty = CRIU's default
+};
+
+struct Manifest {
+  std::string id;
+  std::string bundle;          // the bundle path on the source
+  std::string config_sha256;   // of its config.json
+  std::string config_json;     // the config itself (small)
+  bool send_rootfs = false;    // sender will stream the rootfs if asked
+  int pre_copy_rounds = 0;     // upper bound
+  std::string criu_version;
+  std::string kernel;          // uname -r of the source
+  CheckpointFlags flags;
+};
+
+struct Acceptance {
+  std::string bundle;          // where the destination will restore from
+  bool need_rootfs = false;    // sender must stream config.json + rootfs
+};
+
+struct RoundStart {
+  int round = 0;
+  bool final = false;
+  std::string parent;          // "../<round-1>" or empty
+};
+
+struct RoundDone {
+  uint64_t image_bytes = 0;
+  double criu_seconds = 0;
+};
+
+struct RoundAck {
+  uint64_t page_bytes = 0;     // memory the page server received
+};
+
+struct RestoreDone {
+  double restore_seconds = 0;
+  int pid = 0;
+};
+
+std::string to_json(const Manifest& m);
+std::string to_json(const Acceptance& a);
+std::string to_json(const RoundStart& r);
+std::string to_json(const RoundDone& r);
+std::string to_json(const RoundAck& r);
+std::string to_json(const RestoreDone& r);
+
+Manifest parse_manifest(const std::string& text);
+Acceptance parse_acceptance(const std::string& text);
+RoundStart parse_round_start(const std::string& text);
+RoundDone parse_round_done(const std::string& text);
+RoundAck parse_round_ack(const std::string& text);
+RestoreDone parse_restore_done(const std::string& text);
+
+}  // namespace crx::migrate

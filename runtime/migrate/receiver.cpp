@@ -1,0 +1,227 @@
+#include "migrate/receiver.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cctype>
+#include <memory>
+#include <optional>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "migrate/image_stream.hpp"
+#include "migrate/rootfs_stream.hpp"
+
+namespace crx::migrate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+uint64_t page_bytes_in(const std::string& dir) {
+  uint64_t total = 0;
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return 0;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind("pages-", 0) != 0) continue;
+    struct stat st{};
+    if (::stat((dir + "/" + n).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  ::closedir(d);
+  return total;
+}
+
+bool safe_id(const std::string& id) {
+  if (id.empty() || id.size() > 1024 || id == "." || id == "..") return false;
+  for (char c : id) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.' ||
+          c == '+'))
+      return false;
+  }
+  return true;
+}
+
+class Receiver {
+ public:
+  Receiver(TcpListener& l, UniqueFd control, const std::string& peer, DestinationSide& d,
+           const ReceiverOptions& o)
+      : listener_(l), conn_(std::move(control), "sender " + peer), dest_(d), o_(o),
+        clock_(rep_, o.progress) {
+    rep_.role = "receiver";
+    rep_.peer = peer;
+    conn_.set_timeout(o.timeout);
+  }
+
+  MigrationReport run() {
+    try {
+      clock_.begin("authenticate");
+      AuthPeer who = authenticate_as_server(conn_, *o_.key);
+      if (who.channel != "control") throw Error("expected a control connection, got " + who.channel);
+      session_ = who.session;
+      clock_.begin("manifest");
+      manifest_ = parse_manifest(conn_.expect(FrameType::Manifest).payload);
+      rep_.id = manifest_.id;
+      if (!safe_id(manifest_.id)) throw Error("refusing container id \"" + manifest_.id + "\"");
+      accept_ = dest_.accept(manifest_);
+      conn_.send(FrameType::Accept, to_json(accept_));
+      if (accept_.need_rootfs) {
+        clock_.begin("rootfs");
+        rep_.rootfs_bytes = receive_bundle(conn_, accept_.bundle);
+      }
+      dir_ = o_.image_root + "/" + manifest_.id + "-" + session_.substr(0, 8);
+      mkdir_p(o_.image_root, 0700);
+      if (::mkdir(dir_.c_str(), 0700) != 0) throw_errno("mkdir " + dir_);
+      made_dir_ = true;
+      serve_rounds();
+      rep_.outcome = "migrated";
+    } catch (const std::exception& e) {
+      clock_.end();
+      rep_.error = e.what();
+      rep_.outcome = "rolled back";
+      conn_.send_error_quietly(e.what());
+      if (restore_started_) dest_.discard(manifest_);
+    }
+    clock_.end();
+    page_sink_.reset();
+    if (made_dir_) {
+      try {
+        remove_tree(dir_);
+      } catch (const std::exception&) {
+      }
+    }
+    rep_.wire_bytes = conn_.bytes_sent() + conn_.bytes_received();
+    rep_.total_seconds = clock_.since_start();
+    if (frozen_at_ && running_at_) {
+      rep_.downtime_seconds = std::chrono::duration<double>(*running_at_ - *frozen_at_).count();
+    }
+    if (o_.progress) o_.progress("done");
+    return rep_;
+  }
+
+ private:
+  void serve_rounds() {
+    ImageSink sink(dir_, o_.max_image_bytes);
+    std::optional<RoundStart> round;
+    Clock::time_point round_t0;
+    int last_round = 0;
+    for (;;) {
+      Frame f = conn_.receive();
+      bool image = f.type == FrameType::ImageData || f.type == FrameType::ImageClose ||
+                   f.type == FrameType::ImageSymlink;
+      if (image && !round) throw Error("image data outside a round");
+      if (sink.handle(f)) continue;
+      switch (f.type) {
+        case FrameType::RoundStart: {
+          if (round) throw Error("round-start inside round " + std::to_string(round->round));
+          round = parse_round_start(f.payload);
+          if (round->round != last_round + 1) throw Error("rounds out of order");
+          if (round->final) frozen_at_ = Clock::now();
+          clock_.begin(round->final ? "checkpoint+transfer" : "pre-copy " + std::to_string(round->round));
+          round_t0 = Clock::now();
+          start_round(*round);
+          break;
+        }
+        case FrameType::RoundDone: {
+          if (!round) throw Error("round-done without a round");
+          RoundDone done = parse_round_done(f.payload);
+          page_sink_->wait(o_.timeout);
+          page_sink_.reset();
+          std::string rdir = dir_ + "/" + std::to_string(round->round);
+          RoundReport r{round->round, round->final, page_bytes_in(rdir), done.image_bytes,
+                        std::chrono::duration<double>(Clock::now() - round_t0).count()};
+          rep_.rounds.push_back(r);
+          conn_.send(FrameType::RoundAck, to_json(RoundAck{r.page_bytes}));
+          last_round = round->round;
+          final_seen_ = round->final;
+          round.reset();
+          break;
+        }
+        case FrameType::DumpDone:
+          if (round || !final_seen_) throw Error("dump-done before the final dump");
+          restore(dir_ + "/" + std::to_string(last_round));
+          return;
+        case FrameType::Abort:
+          throw Error("the sender aborted: " + f.payload);
+        case FrameType::Error:
+          throw Error("the sender failed: " + f.payload);
+        default:
+          throw Error("unexpected " + std::string(frame_type_name(f.type)) + " frame from " +
+                      conn_.peer());
+      }
+    }
+  }
+
+  void start_round(const RoundStart& r) {
+    std::string rdir = dir_ + "/" + std::to_string(r.round);
+    if (::mkdir(rdir.c_str(), 0700) != 0) throw_errno("mkdir " + rdir);
+    if (!r.parent.empty()) {
+      if (r.parent != "../" + std::to_string(r.round - 1)) throw Error("bad parent " + r.parent);
+      // The page server looks for the parent's pagemaps through this link.
+      if (::symlink(r.parent.c_str(), (rdir + "/parent").c_str()) != 0)
+        throw_errno("symlink " + rdir + "/parent");
+    }
+    conn_.send(FrameType::PageServerReady);
+    page_sink_ = dest_.start_page_server(rdir, accept_page_channel());
+  }
+
+  // The sender's next connection must be this session's page channel.
+  UniqueFd accept_page_channel() {
+    std::string peer;
+    UniqueFd fd = listener_.accept(o_.timeout, &peer);
+    FrameConn pc(std::move(fd), "page channel " + peer);
+    pc.set_timeout(o_.timeout);
+    AuthPeer who = authenticate_as_server(pc, *o_.key);
+    if (who.channel != "pages" || who.session != session_) {
+      pc.send_error_quietly("busy: another migration is in progress");
+      throw Error("a connection from " + peer + " arrived where the page channel was expected");
+    }
+    return pc.release_fd();
+  }
+
+  void restore(const std::string& images_dir) {
+    clock_.begin("restore");
+    restore_started_ = true;
+    bool held = false;
+    auto hold = [&] {
+      held = true;
+      clock_.begin("wait for commit");
+      conn_.send(FrameType::RestoreOk);
+      conn_.set_timeout(o_.commit_timeout);
+      conn_.expect(FrameType::Commit);
+      conn_.set_timeout(o_.timeout);
+      clock_.begin("resume");
+    };
+    dest_.restore(images_dir, manifest_, accept_, hold);
+    if (!held) hold();  // a restore that could not pause before resuming
+    running_at_ = Clock::now();
+    restore_started_ = false;  // it is ours now, even if the ack gets lost
+    clock_.end();
+    conn_.send(FrameType::CommitAck);
+  }
+
+  TcpListener& listener_;
+  FrameConn conn_;
+  DestinationSide& dest_;
+  const ReceiverOptions& o_;
+  MigrationReport rep_;
+  PhaseClock clock_;
+  std::string session_;
+  Manifest manifest_;
+  Acceptance accept_;
+  std::string dir_;
+  bool made_dir_ = false;
+  bool restore_started_ = false;
+  bool final_seen_ = false;
+  std::unique_ptr<PageSink> page_sink_;
+  std::optional<Clock::time_point> frozen_at_, running_at_;
+};
+
+}  // namespace
+
+MigrationReport receive_one(TcpListener& listener, UniqueFd control, const std::string& peer,
+                            DestinationSide& dest, const ReceiverOptions& opts) {
+  if (!opts.key) throw Error("receive: no key");
+  return Receiver(listener, std::move(control), peer, dest, opts).run();
+}
+
+}  // namespace crx::migrate

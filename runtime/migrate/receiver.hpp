@@ -1,0 +1,34 @@
+// The destination side: `crx receive` serves migrations one at a time.
+// Authenticates the sender before reading any image byte, keeps images in
+// a RAM directory, runs one page server per round, restores, holds the
+// restored container before it resumes until the sender commits, and on any
+// failure removes what it restored.
+#pragma once
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "migrate/auth.hpp"
+#include "migrate/net.hpp"
+#include "migrate/report.hpp"
+#include "migrate/sides.hpp"
+
+namespace crx::migrate {
+
+struct ReceiverOptions {
+  const SharedKey* key = nullptr;
+  std::string image_root;   // RAM dir; one subdir per migration, removed after
+  uint64_t max_image_bytes = 1ull << 30;  // non-page images per migration
+  std::chrono::milliseconds timeout{60000};
+  // Longest wait for the commit while the restored container is held.
+  std::chrono::milliseconds commit_timeout{60000};
+  std::function<void(const std::string&)> progress;
+};
+
+// Serves one migration on an accepted control connection; page channels
+// are accepted from `listener`. Never throws for migration failures: the
+// report's outcome is "migrated" or "rolled back" (with .error).
+MigrationReport receive_one(TcpListener& listener, UniqueFd control, const std::string& peer,
+                            DestinationSide& dest, const ReceiverOptions& opts);
+
+}  // namespace crx::migrate

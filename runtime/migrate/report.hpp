@@ -1,0 +1,68 @@
+// What a migration did, for people (text) and tools (--format json):
+// phases with their durations, bytes per round, bytes in total, downtime.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace crx::migrate {
+
+struct PhaseTime {
+  std::string name;  // "connect", "pre-copy 1", "freeze", "checkpoint", "transfer", "restore", ...
+  double seconds = 0;
+};
+
+struct RoundReport {
+  int round = 0;
+  bool final = false;
+  uint64_t page_bytes = 0;
+  uint64_t image_bytes = 0;
+  double seconds = 0;
+};
+
+struct MigrationReport {
+  std::string role;       // "sender" | "receiver"
+  std::string id;
+  std::string peer;
+  std::string outcome;    // "migrated" | "rolled back" | "in doubt"
+  std::string error;      // why, when not migrated
+  std::vector<PhaseTime> phases;
+  std::vector<RoundReport> rounds;
+  std::string pre_copy_stop;
+  uint64_t rootfs_bytes = 0;
+  uint64_t wire_bytes = 0;  // control connection, both directions
+  double downtime_seconds = 0;
+  double total_seconds = 0;
+
+  uint64_t page_bytes() const;
+  uint64_t image_bytes() const;
+  std::string to_text() const;
+  std::string to_json() const;
+};
+
+// Measures phases; reports each start to an optional progress callback.
+class PhaseClock {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit PhaseClock(MigrationReport& r, std::function<void(const std::string&)> progress = {})
+      : report_(r), progress_(std::move(progress)), start_(Clock::now()) {}
+  // Ends the running phase (if any) and starts `name`.
+  void begin(const std::string& name);
+  void end();
+  double since_start() const;
+
+ private:
+  MigrationReport& report_;
+  std::function<void(const std::string&)> progress_;
+  Clock::time_point start_;
+  Clock::time_point phase_start_;
+  std::string current_;
+};
+
+// A progress printer: on a terminal one line rewritten in place, else one
+// line per phase. Writes to stderr.
+std::function<void(const std::string&)> terminal_progress(const std::string& prefix);
+
+}  // namespace crx::migrate

@@ -1,0 +1,226 @@
+#include "migrate/sender.hpp"
+
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+
+#include <optional>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "migrate/image_stream.hpp"
+#include "migrate/precopy.hpp"
+#include "migrate/rootfs_stream.hpp"
+
+namespace crx::migrate {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// CRIU writes to the page channel with plain blocking writes: a socket
+// time-out makes a dead link fail the dump instead of hanging it.
+void set_socket_timeouts(int fd, std::chrono::milliseconds t) {
+  struct timeval tv{};
+  tv.tv_sec = t.count() / 1000;
+  tv.tv_usec = (t.count() % 1000) * 1000;
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+class Sender {
+ public:
+  Sender(SourceSide& src, const SenderOptions& o)
+      : src_(src), o_(o), clock_(rep_, o.progress), session_(random_hex(16)) {
+    rep_.role = "sender";
+    rep_.id = o.manifest.id;
+    rep_.peer = o.to.str();
+  }
+
+  MigrationReport run() {
+    bool work_dir_made = false;
+    try {
+      check_cancel();
+      mkdir_p(o_.work_dir, 0700);
+      work_dir_made = true;
+      connect();
+      pre_copy();
+      final_dump();
+      restore_and_commit();
+      rep_.outcome = "migrated";
+    } catch (const std::exception& e) {
+      clock_.end();
+      rep_.error = e.what();
+      if (committing_) {
+        rep_.outcome = "in doubt";
+        rep_.error += "; the source container stays frozen: check `crx state " + rep_.id +
+                      "` on " + o_.to.host + ", then delete or resume it here";
+      } else {
+        rollback(e.what());
+      }
+    }
+    clock_.end();
+    if (frozen_at_) {
+      rep_.downtime_seconds = std::chrono::duration<double>(
+                                  (running_again_at_ ? *running_again_at_ : Clock::now()) -
+                                  *frozen_at_)
+                                  .count();
+    }
+    if (conn_) rep_.wire_bytes = conn_->bytes_sent() + conn_->bytes_received();
+    rep_.total_seconds = clock_.since_start();
+    if (work_dir_made) {
+      try {
+        remove_tree(o_.work_dir);
+      } catch (const std::exception&) {
+      }
+    }
+    if (o_.progress) o_.progress("done");
+    return rep_;
+  }
+
+ private:
+  void check_cancel() {
+    if (o_.cancel && o_.cancel->load()) throw Error("interrupted");
+  }
+
+  void connect() {
+    clock_.begin("connect");
+    conn_.emplace(connect_tcp(o_.to, o_.timeout), "receiver " + o_.to.str());
+    conn_->set_timeout(o_.timeout);
+    authenticate_as_client(*conn_, *o_.key, "control", session_);
+    Manifest m = o_.manifest;
+    m.pre_copy_rounds = o_.pre_copy.max_rounds;
+    conn_->send(FrameType::Manifest, to_json(m));
+    Acceptance a = parse_acceptance(conn_->expect(FrameType::Accept).payload);
+    if (a.need_rootfs) {
+      if (!o_.manifest.send_rootfs) {
+        throw Error("the destination has no matching bundle at " + a.bundle +
+                    "; pass --send-rootfs to send config.json and the rootfs");
+      }
+      clock_.begin("rootfs");
+      rep_.rootfs_bytes = send_bundle(*conn_, o_.rootfs_bundle);
+    }
+  }
+
+  void pre_copy() {
+    PreCopyPlanner planner(o_.pre_copy);
+    while (planner.want_another_round()) {
+      check_cancel();
+      ++round_;
+      clock_.begin("pre-copy " + std::to_string(round_));
+      RoundReport r = do_round(false);
+      planner.record_round(r.page_bytes);
+      rep_.rounds.push_back(r);
+    }
+    if (planner.rounds_done() > 0) rep_.pre_copy_stop = planner.stop_reason();
+  }
+
+  void final_dump() {
+    check_cancel();
+    clock_.begin("freeze");
+    frozen_at_ = Clock::now();
+    needs_resume_ = true;  // from here on a failure must thaw the source
+    src_.freeze();
+    ++round_;
+    clock_.begin("checkpoint+transfer");
+    rep_.rounds.push_back(do_round(true));
+    conn_->send(FrameType::DumpDone);
+  }
+
+  void restore_and_commit() {
+    clock_.begin("restore");
+    conn_->set_timeout(o_.restore_timeout);
+    conn_->expect(FrameType::RestoreOk);
+    conn_->set_timeout(o_.timeout);
+    check_cancel();  // last point where Ctrl-C rolls back
+    committing_ = true;
+    clock_.begin("commit");
+    conn_->send(FrameType::Commit);
+    conn_->expect(FrameType::CommitAck);
+    running_again_at_ = Clock::now();
+    clock_.begin("destroy source");
+    try {
+      src_.destroy();
+    } catch (const std::exception& e) {
+      rep_.error = std::string("migrated, but removing the source copy failed: ") + e.what();
+    }
+    clock_.end();
+  }
+
+  RoundReport do_round(bool final) {
+    RoundReport r;
+    r.round = round_;
+    r.final = final;
+    auto t0 = Clock::now();
+    RoundStart start{round_, final, round_ > 1 ? "../" + std::to_string(round_ - 1) : ""};
+    conn_->send(FrameType::RoundStart, to_json(start));
+    conn_->expect(FrameType::PageServerReady);
+
+    FrameConn pages(connect_tcp(o_.to, o_.timeout), "page channel " + o_.to.str());
+    pages.set_timeout(o_.timeout);
+    authenticate_as_client(pages, *o_.key, "pages", session_);
+    UniqueFd page_fd = pages.release_fd();
+    set_socket_timeouts(page_fd.get(), o_.timeout);
+
+    std::string dir = o_.work_dir + "/" + std::to_string(round_);
+    mkdir_p(dir, 0700);
+    ImageStreamer streamer(*conn_, dir, std::to_string(round_));
+    streamer.start();
+    auto c0 = Clock::now();
+    if (final) {
+      src_.dump(dir, start.parent, page_fd.get());
+    } else {
+      src_.pre_dump(dir, start.parent, page_fd.get());
+    }
+    double criu_s = seconds_since(c0);
+    page_fd.reset();
+    r.image_bytes = streamer.finish();
+    conn_->send(FrameType::RoundDone, to_json(RoundDone{r.image_bytes, criu_s}));
+    r.page_bytes = parse_round_ack(conn_->expect(FrameType::RoundAck).payload).page_bytes;
+    r.seconds = seconds_since(t0);
+    return r;
+  }
+
+  void rollback(const std::string& reason) {
+    if (conn_) {
+      try {
+        conn_->set_timeout(std::chrono::milliseconds(2000));
+        conn_->send(FrameType::Abort, reason);
+      } catch (const std::exception&) {
+      }
+    }
+    rep_.outcome = "rolled back";
+    if (needs_resume_) {
+      try {
+        src_.resume();
+        running_again_at_ = Clock::now();
+      } catch (const std::exception& e) {
+        rep_.error += std::string("; resuming the source failed too: ") + e.what();
+      }
+    }
+  }
+
+  SourceSide& src_;
+  const SenderOptions& o_;
+  MigrationReport rep_;
+  PhaseClock clock_;
+  std::string session_;
+  std::optional<FrameConn> conn_;
+  int round_ = 0;
+  bool needs_resume_ = false;
+  bool committing_ = false;
+  std::optional<Clock::time_point> frozen_at_;
+  std::optional<Clock::time_point> running_again_at_;
+};
+
+}  // namespace
+
+MigrationReport migrate_out(SourceSide& source, const SenderOptions& opts) {
+  if (!opts.key) throw Error("migrate: no key");
+  return Sender(source, opts).run();
+}
+
+}  // namespace crx::migrate

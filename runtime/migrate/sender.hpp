@@ -1,0 +1,37 @@
+// The source side of `crx migrate`: connect, authenticate, pre-copy
+// rounds, freeze, final dump straight into the destination, wait for the
+// restore, commit — and on any failure before the commit, resume the
+// source container where it was.
+#pragma once
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <string>
+
+#include "migrate/auth.hpp"
+#include "migrate/config.hpp"
+#include "migrate/net.hpp"
+#include "migrate/report.hpp"
+#include "migrate/sides.hpp"
+
+namespace crx::migrate {
+
+struct SenderOptions {
+  HostPort to;
+  const SharedKey* key = nullptr;
+  Manifest manifest;        // id, bundle, config hash... filled by the caller
+  std::string rootfs_bundle;  // bundle dir to stream if the receiver asks
+  std::string work_dir;     // RAM dir for this migration's images (created, removed)
+  PreCopyPolicy pre_copy;
+  std::chrono::milliseconds timeout{60000};          // each network step
+  std::chrono::milliseconds restore_timeout{300000};  // waiting for the restore
+  std::function<void(const std::string&)> progress;
+  const std::atomic<bool>* cancel = nullptr;  // set by SIGINT/SIGTERM
+};
+
+// Never throws for migration failures: the report says "migrated",
+// "rolled back" (source running again) or "in doubt" (source kept frozen
+// because the commit's answer got lost), with the reason in .error.
+MigrationReport migrate_out(SourceSide& source, const SenderOptions& opts);
+
+}  // namespace crx::migrate

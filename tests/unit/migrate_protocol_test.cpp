@@ -1,0 +1,344 @@
+// The migration protocol end to end over loopback TCP, with CRIU and the
+// runtime replaced by fakes (real CRIU runs only in the qemu guests).
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "migrate/image_stream.hpp"
+#include "migrate/receiver.hpp"
+#include "migrate/sender.hpp"
+
+namespace {
+
+using namespace crx::migrate;
+using namespace std::chrono_literals;
+
+std::string temp_dir() {
+  char tmpl[] = "/tmp/crx-proto-XXXXXX";
+  const char* d = ::mkdtemp(tmpl);
+  EXPECT_NE(d, nullptr);
+  return d;
+}
+
+void write_all(int fd, size_t n) {
+  std::string chunk(4096, 'p');
+  while (n > 0) {
+    size_t k = std::min(n, chunk.size());
+    ssize_t w = ::write(fd, chunk.data(), k);
+    ASSERT_GT(w, 0);
+    n -= static_cast<size_t>(w);
+  }
+}
+
+// The source container: memory shrinks from round to round.
+struct FakeSource : SourceSide {
+  std::vector<size_t> round_bytes{8 << 20, 1 << 20, 256 << 10, 64 << 10};
+  int rounds = 0, freezes = 0, resumes = 0, destroys = 0, dumps = 0;
+  bool fail_dump = false;
+  std::atomic<bool>* cancel_during_dump = nullptr;
+
+  void write_round(const std::string& dir, const std::string& parent, int fd) {
+    size_t n = round_bytes[std::min<size_t>(rounds, round_bytes.size() - 1)];
+    ++rounds;
+    crx::write_file(dir + "/core-1.img", "core of round " + std::to_string(rounds));
+    crx::write_file(dir + "/inventory.img", "");  // empty images must arrive too
+    if (!parent.empty()) ASSERT_EQ(::symlink(parent.c_str(), (dir + "/parent").c_str()), 0);
+    write_all(fd, n);
+  }
+  void pre_dump(const std::string& dir, const std::string& parent, int fd) override {
+    write_round(dir, parent, fd);
+  }
+  void freeze() override { ++freezes; }
+  void dump(const std::string& dir, const std::string& parent, int fd) override {
+    ++dumps;
+    if (fail_dump) throw crx::Error("criu dump failed: Error (criu/cr-dump.c:1): boom");
+    write_round(dir, parent, fd);
+    if (cancel_during_dump) cancel_during_dump->store(true);
+  }
+  void resume() override { ++resumes; }
+  void destroy() override { ++destroys; }
+};
+
+// A page server that stores what arrives as pages-1.img.
+struct FakePageSink : PageSink {
+  std::thread t;
+  explicit FakePageSink(std::string dir, crx::UniqueFd fd) {
+    t = std::thread([dir, fd = std::move(fd)]() mutable {
+      std::string all;
+      char buf[65536];
+      ssize_t n;
+      while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) all.append(buf, n);
+      crx::write_file(dir + "/pages-1.img", all);
+    });
+  }
+  void wait(std::chrono::milliseconds) override { t.join(); }
+  ~FakePageSink() override {
+    if (t.joinable()) t.join();
+  }
+};
+
+struct FakeDestination : DestinationSide {
+  std::mutex m;
+  bool fail_restore = false;
+  int restores = 0, discards = 0, resumed = 0;
+  std::string restored_core, parent_link;
+  bool empty_inventory = false;
+
+  Acceptance accept(const Manifest& man) override {
+    if (man.id == "exists-here") throw crx::Error("container exists-here already exists");
+    return Acceptance{man.bundle, false};
+  }
+  std::unique_ptr<PageSink> start_page_server(const std::string& dir, crx::UniqueFd ch) override {
+    return std::make_unique<FakePageSink>(dir, std::move(ch));
+  }
+  int restore(const std::string& dir, const Manifest&, const Acceptance&,
+              const std::function<void()>& hold) override {
+    std::lock_guard l(m);
+    ++restores;
+    if (fail_restore) throw crx::Error("criu restore failed: Error (criu/cr-restore.c:1): no");
+    restored_core = crx::read_file(dir + "/core-1.img");
+    struct stat st{};
+    empty_inventory = ::stat((dir + "/inventory.img").c_str(), &st) == 0 && st.st_size == 0;
+    char buf[64] = {};
+    if (::readlink((dir + "/parent").c_str(), buf, sizeof buf - 1) > 0) parent_link = buf;
+    hold();  // throws when the sender does not commit: then nothing resumes
+    ++resumed;
+    return 4242;
+  }
+  void discard(const Manifest&) noexcept override { ++discards; }
+};
+
+struct Outcome {
+  MigrationReport sender, receiver;
+};
+
+struct Harness {
+  std::string root = temp_dir();
+  SharedKey key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  SharedKey sender_key = key;
+  FakeSource src;
+  FakeDestination dst;
+  int pre_copy = 0;
+  std::string id = "c1";
+  std::atomic<bool> cancel{false};
+
+  ~Harness() { crx::remove_tree(root); }
+
+  Outcome run() {
+    TcpListener listener(parse_host_port("127.0.0.1:0"));
+    ReceiverOptions ro;
+    ro.key = &key;
+    ro.image_root = root + "/dst";
+    ro.timeout = 10s;
+    ro.commit_timeout = 10s;
+    auto receiver = std::async(std::launch::async, [&] {
+      std::string peer;
+      auto fd = listener.accept(10s, &peer);
+      return receive_one(listener, std::move(fd), peer, dst, ro);
+    });
+    SenderOptions so;
+    so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
+    so.key = &sender_key;
+    so.manifest.id = id;
+    so.manifest.bundle = "/bundles/" + id;
+    so.manifest.config_sha256 = "00";
+    so.work_dir = root + "/src";
+    so.pre_copy = PreCopyPolicy{pre_copy, 20};
+    so.timeout = 10s;
+    so.restore_timeout = 10s;
+    so.cancel = &cancel;
+    Outcome r;
+    r.sender = migrate_out(src, so);
+    r.receiver = receiver.get();
+    return r;
+  }
+};
+
+TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
+  Harness h;
+  h.pre_copy = 3;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "migrated") << r.receiver.error;
+  // 3 pre-copy rounds (8 MiB, 1 MiB, 256 KiB) + the final dump (64 KiB).
+  ASSERT_EQ(r.sender.rounds.size(), 4u);
+  EXPECT_EQ(r.sender.rounds[0].page_bytes, 8u << 20);
+  EXPECT_EQ(r.sender.rounds[3].page_bytes, 64u << 10);
+  EXPECT_TRUE(r.sender.rounds[3].final);
+  EXPECT_LT(r.sender.rounds[3].page_bytes, r.sender.rounds[0].page_bytes);
+  EXPECT_EQ(r.sender.pre_copy_stop, "max rounds (3) reached");
+  // The final round's images arrived intact, with CRIU's parent link.
+  EXPECT_EQ(h.dst.restored_core, "core of round 4");
+  EXPECT_TRUE(h.dst.empty_inventory);
+  EXPECT_EQ(h.dst.parent_link, "../3");
+  // Exactly one copy: the source destroyed after the commit, never resumed.
+  EXPECT_EQ(h.src.freezes, 1);
+  EXPECT_EQ(h.src.destroys, 1);
+  EXPECT_EQ(h.src.resumes, 0);
+  EXPECT_EQ(h.dst.resumed, 1);
+  EXPECT_EQ(h.dst.discards, 0);
+  // Nothing left in the RAM dirs on either side.
+  EXPECT_FALSE(crx::path_exists(h.root + "/src"));
+  EXPECT_FALSE(crx::path_exists(h.root + "/dst/c1-" ));
+  EXPECT_NE(r.sender.to_json().find("\"outcome\":\"migrated\""), std::string::npos);
+}
+
+TEST(MigrateProtocol, RestoreFailureResumesTheSource) {
+  Harness h;
+  h.dst.fail_restore = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("criu restore failed"), std::string::npos) << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_EQ(h.src.freezes, 1);
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.src.destroys, 0);
+  EXPECT_EQ(h.dst.discards, 1);
+}
+
+TEST(MigrateProtocol, WrongKeyNeverFreezesTheSource) {
+  Harness h;
+  h.sender_key = SharedKey::from_bytes("another-key-0123456789");
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("authentication failed"), std::string::npos) << r.sender.error;
+  EXPECT_NE(r.receiver.error.find("authentication failed"), std::string::npos) << r.receiver.error;
+  EXPECT_EQ(h.src.freezes, 0);
+  EXPECT_EQ(h.src.dumps, 0);
+  EXPECT_EQ(h.dst.restores, 0);
+}
+
+TEST(MigrateProtocol, DumpFailureResumesTheSourceAndCleansTheDestination) {
+  Harness h;
+  h.src.fail_dump = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("criu dump failed"), std::string::npos);
+  EXPECT_NE(r.receiver.error.find("criu dump failed"), std::string::npos) << r.receiver.error;
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.dst.restores, 0);
+}
+
+TEST(MigrateProtocol, InterruptBeforeCommitUndoesTheHeldRestore) {
+  Harness h;
+  h.src.cancel_during_dump = &h.cancel;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_EQ(r.sender.error, "interrupted");
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.src.destroys, 0);
+  // Restored but held before resume: it never ran and was discarded.
+  EXPECT_EQ(h.dst.restores, 1);
+  EXPECT_EQ(h.dst.resumed, 0);
+  EXPECT_EQ(h.dst.discards, 1);
+}
+
+TEST(MigrateProtocol, RefusedManifestIsReportedToTheSender) {
+  Harness h;
+  h.id = "exists-here";
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("container exists-here already exists"), std::string::npos)
+      << r.sender.error;
+  EXPECT_EQ(h.src.freezes, 0);
+}
+
+TEST(MigrateProtocol, ReceiverDyingMidTransferResumesTheSource) {
+  // A receiver that authenticates, accepts, and vanishes at the first round.
+  std::string root = temp_dir();
+  auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  TcpListener listener(parse_host_port("127.0.0.1:0"));
+  auto receiver = std::async(std::launch::async, [&] {
+    FrameConn c(listener.accept(10s), "sender");
+    authenticate_as_server(c, key);
+    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
+    c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
+    c.expect(FrameType::RoundStart);
+    // dies: the connection closes
+  });
+  FakeSource src;
+  SenderOptions so;
+  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
+  so.key = &key;
+  so.manifest.id = "c1";
+  so.work_dir = root + "/src";
+  so.timeout = 5s;
+  auto rep = migrate_out(src, so);
+  receiver.get();
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_NE(rep.error.find("closed the connection"), std::string::npos) << rep.error;
+  EXPECT_EQ(src.freezes, 1);
+  EXPECT_EQ(src.resumes, 1);
+  EXPECT_EQ(src.destroys, 0);
+  crx::remove_tree(root);
+}
+
+TEST(MigrateProtocol, ReceiverNotListeningIsAClearErrorAndTouchesNothing) {
+  FakeSource src;
+  auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  int port;
+  {
+    TcpListener l(parse_host_port("127.0.0.1:0"));
+    port = l.port();
+  }
+  std::string root = temp_dir();
+  SenderOptions so;
+  so.to = parse_host_port("127.0.0.1:" + std::to_string(port));
+  so.key = &key;
+  so.manifest.id = "c1";
+  so.work_dir = root + "/src";
+  auto rep = migrate_out(src, so);
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_NE(rep.error.find("Connection refused (is `crx receive` listening there?)"),
+            std::string::npos)
+      << rep.error;
+  EXPECT_EQ(src.freezes + src.resumes + src.destroys, 0);
+  EXPECT_FALSE(crx::path_exists(root + "/src"));
+  crx::remove_tree(root);
+}
+
+TEST(MigrateProtocol, GarbageSenderIsRefusedAndLeavesNothing) {
+  Harness h;
+  TcpListener listener(parse_host_port("127.0.0.1:0"));
+  ReceiverOptions ro;
+  ro.key = &h.key;
+  ro.image_root = h.root + "/dst";
+  ro.timeout = 5s;
+  auto receiver = std::async(std::launch::async, [&] {
+    std::string peer;
+    auto fd = listener.accept(10s, &peer);
+    return receive_one(listener, std::move(fd), peer, h.dst, ro);
+  });
+  auto fd = connect_tcp(parse_host_port("127.0.0.1:" + std::to_string(listener.port())), 5s);
+  std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(::write(fd.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
+  auto rep = receiver.get();
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_NE(rep.error.find("bad magic"), std::string::npos) << rep.error;
+  EXPECT_FALSE(crx::path_exists(h.root + "/dst"));
+  EXPECT_EQ(h.dst.restores, 0);
+}
+
+TEST(MigrateProtocol, ImageNamesThatEscapeTheImagesDirAreRefused) {
+  EXPECT_THROW(check_image_name("../etc/passwd"), crx::Error);
+  EXPECT_THROW(check_image_name("1/../../x"), crx::Error);
+  EXPECT_THROW(check_image_name("core.img"), crx::Error);
+  EXPECT_NO_THROW(check_image_name("2/core-1.img"));
+  std::string root = temp_dir();
+  ImageSink sink(root, 1 << 20);
+  Frame f{FrameType::ImageSymlink, encode_image_symlink("2/parent", "/etc")};
+  EXPECT_THROW(sink.handle(f), crx::Error);
+  Frame big{FrameType::ImageData, encode_image_data("1/x", 0, std::string(2 << 20, 'x'))};
+  EXPECT_THROW(sink.handle(big), crx::Error);
+  crx::remove_tree(root);
+}
+
+}  // namespace

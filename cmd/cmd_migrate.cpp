@@ -1,0 +1,137 @@
+// crx migrate ID --to HOST:PORT: live migration straight into the
+// destination's memory (see runtime/migrate/sender.hpp).
+#include <signal.h>
+#include <sys/utsname.h>
+
+#include <atomic>
+#include <cstdio>
+#include <memory>
+
+#include "checkpoint/criu_rpc.hpp"
+#include "cli.hpp"
+#include "cmd_criu_flags.hpp"
+#include "common/error.hpp"
+#include "migrate/config.hpp"
+#include "migrate/criu_sides.hpp"
+#include "migrate/ram_dir.hpp"
+#include "migrate/rootfs_stream.hpp"
+#include "migrate/sender.hpp"
+#include "state/store.hpp"
+
+namespace crx::cmd {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) { g_interrupted.store(true); }
+
+// SIGINT/SIGTERM set a flag the sender polls; no SA_RESTART so blocking
+// waits wake up. The previous handlers come back when this goes away.
+class InterruptGuard {
+ public:
+  InterruptGuard() {
+    struct sigaction sa{};
+    sa.sa_handler = on_interrupt;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGINT, &sa, &old_int_);
+    ::sigaction(SIGTERM, &sa, &old_term_);
+  }
+  ~InterruptGuard() {
+    ::sigaction(SIGINT, &old_int_, nullptr);
+    ::sigaction(SIGTERM, &old_term_, nullptr);
+  }
+
+ private:
+  struct sigaction old_int_{}, old_term_{};
+};
+
+struct MigrateArgs {
+  std::string id;
+  std::string to;
+  std::string config = migrate::kDefaultConfigPath;
+  std::string key_file;
+  std::string image_dir;
+  int pre_copy = -1;
+  double min_shrink = -1;
+  int timeout = 0;
+  bool send_rootfs = false;
+  std::string format = "text";
+  CriuFlagArgs criu;
+};
+
+}  // namespace
+
+void register_migrate(Cli& cli) {
+  auto* sub = cli.app.add_subcommand("migrate", "live-migrate a container to `crx receive` on another host");
+  auto a = std::make_shared<MigrateArgs>();
+  sub->add_option("id", a->id, "container id")->required();
+  sub->add_option("--to", a->to, "HOST:PORT of the receiver")->required();
+  sub->add_option("--config", a->config, "config file (default /etc/crx/config.yaml)");
+  sub->add_option("--key", a->key_file, "shared key file (mode 0600)");
+  sub->add_option("--image-dir", a->image_dir, "RAM directory for the images in flight");
+  sub->add_option("--pre-copy", a->pre_copy, "at most N pre-copy rounds while the container runs");
+  sub->add_option("--min-shrink", a->min_shrink, "stop pre-copy when a round shrinks less (percent)");
+  sub->add_option("--timeout", a->timeout, "seconds per network step");
+  sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
+  sub->add_option("--format", a->format, "report format: text or json")
+      ->check(CLI::IsMember({"text", "json"}));
+  add_criu_flags(sub, a->criu, false);
+  sub->callback([&cli, a] {
+    cli.action = [&cli, a] {
+      auto cfg = migrate::load_migrate_config(a->config, a->config != migrate::kDefaultConfigPath);
+      if (!a->key_file.empty()) cfg.key_file = a->key_file;
+      if (!a->image_dir.empty()) cfg.image_dir = a->image_dir;
+      if (a->pre_copy >= 0) cfg.pre_copy.max_rounds = a->pre_copy;
+      if (a->min_shrink >= 0) cfg.pre_copy.min_shrink_percent = a->min_shrink;
+      if (a->timeout > 0) cfg.timeout_seconds = a->timeout;
+      auto key = migrate::SharedKey::from_file(cfg.key_file);
+
+      // Read the state, then let go of the container's lock: the migration
+      // takes a while and `crx state` must keep working meanwhile.
+      state::ContainerState st = state::StateDir::open(cli.global.root, a->id).load();
+      migrate::SenderOptions o;
+      o.to = migrate::parse_host_port(a->to);
+      o.key = &key;
+      o.manifest.id = a->id;
+      o.manifest.bundle = st.bundle;
+      o.manifest.config_sha256 = migrate::bundle_config_hash(st.bundle);
+      o.manifest.send_rootfs = a->send_rootfs;
+      o.manifest.flags.tcp_established = a->criu.tcp_established;
+      o.manifest.flags.ext_unix_sk = a->criu.ext_unix_sk;
+      o.manifest.flags.shell_job = a->criu.shell_job;
+      o.manifest.flags.file_locks = a->criu.file_locks;
+      o.manifest.flags.manage_cgroups_mode = a->criu.manage_cgroups_mode;
+      struct utsname u{};
+      ::uname(&u);
+      o.manifest.kernel = u.release;
+      try {
+        auto v = checkpoint::criu_version();
+        o.manifest.criu_version = std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
+                                  std::to_string(v.sublevel);
+      } catch (const Error&) {
+      }
+      o.rootfs_bundle = st.bundle;
+      migrate::RamDir ram(cfg.image_dir);
+      o.work_dir = ram.path() + "/out-" + a->id + "-" + migrate::random_hex(4);
+      o.pre_copy = cfg.pre_copy;
+      o.timeout = std::chrono::seconds(cfg.timeout_seconds);
+      o.restore_timeout = std::chrono::seconds(cfg.timeout_seconds * 5);
+      if (a->format == "text") o.progress = migrate::terminal_progress("migrate " + a->id);
+      InterruptGuard guard;
+      o.cancel = &g_interrupted;
+
+      migrate::CriuSource source(cli.global, a->id, a->criu.to_flags());
+      auto report = migrate::migrate_out(source, o);
+      if (a->format == "json") {
+        std::printf("%s\n", report.to_json().c_str());
+      } else {
+        std::printf("%s", report.to_text().c_str());
+      }
+      std::fflush(stdout);
+      if (report.outcome != "migrated") throw Error("migration of " + a->id + " " + report.outcome + ": " + report.error);
+      return 0;
+    };
+  });
+}
+
+}  // namespace crx::cmd

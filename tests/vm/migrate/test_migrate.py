@@ -1,0 +1,199 @@
+#!/usr/bin/python3
+"""crx checkpoint/restore in one guest and crx migrate between two guests.
+
+The container is a busybox shell that appends a counter to /out/count.log;
+/out is a bind mount of the test bed's scratch dir (an external mount for
+CRIU), so the host and every guest see the same file and a migrated
+container writes on where it stopped."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
+from vmtest import VmTestCase, main  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
+CRX = os.path.join(BUILD, "crx")
+KEY = "0123456789abcdef0123456789abcdef"
+PORT = 7070
+
+
+def make_bundle(scratch, name="bundle"):
+    """A busybox bundle in the scratch dir; guests copy it to /tmp/bundle."""
+    b = os.path.join(scratch, name)
+    os.makedirs(os.path.join(b, "rootfs"), exist_ok=True)
+    subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"),
+                    os.path.join(b, "rootfs")], check=True)
+    subprocess.run([CRX, "spec", "--bundle", b], check=True)
+    with open(os.path.join(b, "config.json")) as f:
+        spec = json.load(f)
+    spec["process"]["terminal"] = False
+    spec["process"]["args"] = [
+        "sh", "-c", "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"]
+    spec["root"]["readonly"] = False
+    out = os.path.join(scratch, "out")
+    os.makedirs(out, exist_ok=True)
+    spec["mounts"].append({"destination": "/out", "type": "bind", "source": out,
+                           "options": ["rbind", "rw"]})
+    with open(os.path.join(b, "config.json"), "w") as f:
+        json.dump(spec, f, indent=2)
+    return b
+
+
+class Base(VmTestCase):
+    def setup_guest(self, tb, k, bundle, key=KEY):
+        self.sh(tb, k, f"cp -a {bundle} /tmp/bundle && "
+                       f"printf %s {key} > /tmp/key && chmod 600 /tmp/key")
+
+    def counts(self, tb, k=0):
+        out = self.sh(tb, k, f"cat {tb.scratch}/out/count.log 2>/dev/null || true")
+        return [int(x) for x in out.split()]
+
+    def wait_for_count(self, tb, above, timeout=180):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            c = self.counts(tb)
+            if c and c[-1] > above:
+                return c
+            time.sleep(0.5)
+        self.fail(f"counter did not get above {above}: {self.counts(tb)[-5:]}")
+
+    def assert_counts_continuously(self, c):
+        self.assertEqual(c, list(range(len(c))),
+                         "the count must go on from where it stopped, without gaps or restart")
+
+    def run_counter(self, tb, k=0, cid="c1"):
+        self.sh(tb, k, f"{CRX} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1", timeout=300)
+        self.wait_for_count(tb, 3)
+
+    def state(self, tb, k, cid="c1"):
+        rc, out, err = tb.run(k, f"{CRX} state {cid}", timeout=120)
+        return (json.loads(out)["status"] if rc == 0 else None), err
+
+
+class CheckpointTest(Base):
+    def test_checkpoint_then_restore_continues_counting(self):
+        tb = self.boot(1, rxe=False)
+        self.setup_guest(tb, 0, make_bundle(tb.scratch))
+        self.run_counter(tb)
+        self.sh(tb, 0, f"{CRX} checkpoint --image-path /tmp/img c1 "
+                       "|| { cat /tmp/img/dump.log | tail -30; exit 1; }", timeout=600)
+        st, err = self.state(tb, 0)
+        self.assertIsNone(st, "checkpoint without --leave-running removes the container")
+        self.assertIn("does not exist", err)
+        stopped = self.counts(tb)
+        time.sleep(1)
+        self.assertEqual(self.counts(tb), stopped, "counter went on after the checkpoint")
+        self.sh(tb, 0, f"{CRX} restore -d --image-path /tmp/img -b /tmp/bundle c1 "
+                       "|| { tail -30 /tmp/img/restore.log; exit 1; }", timeout=600)
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        after = self.wait_for_count(tb, stopped[-1] + 2)
+        self.assert_counts_continuously(after)
+        self.sh(tb, 0, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
+    def test_pre_dump_parent_path_and_leave_running(self):
+        tb = self.boot(1, rxe=False)
+        self.setup_guest(tb, 0, make_bundle(tb.scratch))
+        self.run_counter(tb)
+        self.sh(tb, 0, f"{CRX} checkpoint --pre-dump --image-path /tmp/img/1 c1 "
+                       "|| { tail -30 /tmp/img/1/pre-dump.log; exit 1; }", timeout=600)
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.sh(tb, 0, f"{CRX} checkpoint --leave-running --parent-path ../1 "
+                       "--image-path /tmp/img/2 c1 "
+                       "|| { tail -30 /tmp/img/2/dump.log; exit 1; }", timeout=600)
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.assertEqual(self.sh(tb, 0, "readlink /tmp/img/2/parent").strip(), "../1")
+        c = self.counts(tb)
+        self.wait_for_count(tb, c[-1] + 2)  # still counting after --leave-running
+        self.sh(tb, 0, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
+
+class MigrateTest(Base):
+    def two_guests(self, key1=KEY):
+        tb = self.boot(2, rxe=False)
+        b = make_bundle(tb.scratch)
+        self.setup_guest(tb, 0, b)
+        self.setup_guest(tb, 1, b, key=key1)
+        return tb
+
+    def start_receiver(self, tb):
+        h = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                        f"--image-dir /run/crx-migrate --format json")
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] == 0:
+                return h
+            time.sleep(0.5)
+        self.fail("crx receive did not start listening")
+
+    def migrate(self, tb, extra=""):
+        return tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
+                         f"--format json {extra}", timeout=900)
+
+    def test_counter_moves_and_keeps_counting(self):
+        tb = self.two_guests()
+        self.run_counter(tb)
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb, "--pre-copy 2")
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        report = json.loads(out.strip().splitlines()[-1])
+        self.assertEqual(report["outcome"], "migrated")
+        self.assertGreater(report["downtime_seconds"], 0)
+        print("sender report:", json.dumps(report, indent=1), flush=True)
+        self.assertEqual(rrc, 0, rerr)
+        # Exactly one copy: gone on g0, running on g1 under the same id.
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        c = self.counts(tb)
+        after = self.wait_for_count(tb, c[-1] + 2)
+        self.assert_counts_continuously(after)
+        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
+    def test_wrong_key_leaves_the_source_running(self):
+        tb = self.two_guests(key1="another-key-0123456789abcdef")
+        self.run_counter(tb)
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        rrc, rout, rerr = tb.wait(rh, timeout=120)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("authentication failed", err)
+        self.assertIn("authentication failed", rerr)
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.assertIsNone(self.state(tb, 1)[0])
+        c = self.counts(tb)
+        self.assert_counts_continuously(self.wait_for_count(tb, c[-1] + 2))
+
+    def test_failed_restore_resumes_the_source(self):
+        tb = self.two_guests()
+        self.run_counter(tb)
+        # Same config.json, but the destination's rootfs lacks the shell.
+        self.sh(tb, 1, "rm /tmp/bundle/rootfs/bin/busybox")
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        tb.wait(rh, timeout=300)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("rolled back", err)
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.assertIsNone(self.state(tb, 1)[0])
+        self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
+        c = self.counts(tb)
+        self.assert_counts_continuously(self.wait_for_count(tb, c[-1] + 2))
+
+    def test_unknown_container_and_no_receiver(self):
+        tb = self.two_guests()
+        rc, out, err = tb.run(0, f"{CRX} migrate nope --to {tb.ip(1)}:{PORT} --key /tmp/key")
+        self.assertNotEqual(rc, 0)
+        self.assertIn("does not exist", err)
+        self.run_counter(tb)
+        rc, out, err = self.migrate(tb)
+        self.assertNotEqual(rc, 0)
+        self.assertIn("is `crx receive` listening there?", err)
+        self.assertEqual(self.state(tb, 0)[0], "running")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Boot one guest, run commands; the guest is set up as the issue demands."""
 import os
+import time
 
 from vmtest import VmTestCase, main
 
@@ -54,6 +55,14 @@ class BootTest(VmTestCase):
         self.sh(tb, 0, f"echo hello host > {tb.scratch}/from-guest")
         with open(os.path.join(tb.scratch, "from-guest")) as f:
             self.assertEqual(f.read(), "hello host\n")
+
+        # The guest's clock runs at the host's pace (a miscalibrated TSC under
+        # TCG once made it run 10x fast); bounds are loose on purpose.
+        t0, u0 = time.monotonic(), float(self.sh(tb, 0, "cut -d' ' -f1 /proc/uptime"))
+        time.sleep(10)
+        t1, u1 = time.monotonic(), float(self.sh(tb, 0, "cut -d' ' -f1 /proc/uptime"))
+        rate = (u1 - u0) / (t1 - t0)
+        self.assertTrue(0.5 < rate < 2.0, f"guest clock runs at {rate:.2f}x the host's")
 
         # Background commands.
         h = tb.spawn(0, "sleep 1; echo late")

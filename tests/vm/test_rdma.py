@@ -23,9 +23,11 @@ class RdmaTest(VmTestCase):
             self.sh(tb, server, WAIT_LISTEN.format(port=port), timeout=120)
             rc, out, err = tb.run(client, tool.format(gid=gc, port=port, peer=tb.ip(server)),
                                   timeout=300)
-        finally:
-            if not h.done.is_set():
-                tb.kill(h)
+        except BaseException:
+            tb.kill(h)
+            raise
+        if rc != 0:
+            tb.kill(h)  # it would wait for a client forever
         src, sout, serr = tb.wait(h, timeout=120)
         what = f"{tool.split()[0]} {tb.name(client)} -> {tb.name(server)}"
         self.assertEqual(rc, 0, f"{what}: client failed\n{out}\n{err}")

@@ -383,7 +383,7 @@ class Guest:
     def qemu_argv(self, tb, interactive=False):
         cmdline = [
             "console=ttyS0", "panic=-1", "mitigations=off", "loglevel=4", "edd=off",
-            "cryptomgr.notests", "tsc=reliable", "no_timer_check", "audit=0", "8250.nr_uarts=1",
+            "cryptomgr.notests", "audit=0", "8250.nr_uarts=1",
             f"crx.name={self.name}", f"crx.ip={self.ip}/24",
             "crx.hosts=" + ",".join(f"{g.name}={g.ip}" for g in tb.guests),
             f"crx.scratch={tb.scratch}", f"crx.rxe={1 if tb.rxe else 0}",

@@ -586,8 +586,8 @@ def _on_signal(signum, frame):
 class Testbed:
     def __init__(self, n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
                  boot_timeout=None, cache="loose", extra_cmdline=""):
-        if n < 1 or n > 200:
-            raise ValueError("n must be in 1..200")
+        if not 1 <= n <= 64:  # the kernel command line names every guest
+            raise ValueError("n must be in 1..64")
         self.n = n
         self.memory_mb = memory_mb
         self.rxe = rxe
@@ -608,6 +608,8 @@ class Testbed:
         path = os.path.realpath(path)
         if os.path.exists(os.path.join(path, self.abi, "modules.dep")):
             return path
+        if os.path.basename(path) == self.abi and os.path.exists(os.path.join(path, "modules.dep")):
+            return os.path.dirname(path)
         raise TestbedError(f"modules dir {path} has no {self.abi}/modules.dep "
                            "(depmod'ed tree for the guest kernel expected)")
 
@@ -636,6 +638,9 @@ class Testbed:
                 os.makedirs(self.scratch)
             else:
                 self.scratch = os.path.realpath(self._scratch_arg)
+                if any(c.isspace() for c in self.scratch):
+                    raise TestbedError(f"scratch dir {self.scratch!r}: no white space, please "
+                                       "(it goes on the kernel command line)")
                 os.makedirs(self.scratch, exist_ok=True)
             self.netns = _Netns(self.n)
             self.guests = [Guest(k, self.workdir) for k in range(self.n)]

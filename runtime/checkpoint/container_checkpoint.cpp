@@ -57,12 +57,19 @@ void apply_flags(CommonOptions& o, const CriuFlags& f) {
   o.manage_cgroups_mode = f.manage_cgroups_mode;
 }
 
-// Bind mounts and masked files as CRIU external mounts.
-void add_dump_mounts(CommonOptions& o, const spec::Spec& s) {
+// Bind mounts and masked files (/dev/null bound over them) as CRIU external
+// mounts. Masked directories are tmpfs mounts CRIU dumps by itself.
+void add_dump_mounts(CommonOptions& o, const spec::Spec& s, pid_t pid) {
   for (const auto& m : s.mounts) {
     if (is_bind(m)) o.ext_mounts.push_back({m.destination, m.destination});
   }
-  for (const auto& p : s.linux.masked_paths) o.ext_mounts.push_back({p, p});
+  std::string root = "/proc/" + std::to_string(pid) + "/root";
+  for (const auto& p : s.linux.masked_paths) {
+    struct stat st{};
+    if (::stat((root + p).c_str(), &st) == 0 && S_ISCHR(st.st_mode)) {
+      o.ext_mounts.push_back({p, p});
+    }
+  }
 }
 
 void add_restore_mounts(CommonOptions& o, const spec::Spec& s, const std::string& rootfs) {
@@ -147,7 +154,7 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.pid = l.st.pid;
   s.base.root = l.st.rootfs;
   apply_flags(s.base, flags);
-  add_dump_mounts(s.base, l.spec);
+  add_dump_mounts(s.base, l.spec, l.st.pid);
   s.base.empty_ns = empty_ns_mask(flags.empty_ns);
   s.base.auto_dedup = flags.auto_dedup;
   s.base.orphan_pts_master = l.spec.process.terminal;
@@ -159,6 +166,17 @@ void freeze_container(const container::GlobalOptions& g, const std::string& id) 
   Loaded l = load(g, id);
   if (!l.cg) throw Error("container " + id + " has no cgroup to freeze");
   l.cg->freeze();
+}
+
+void kill_frozen_container(const container::GlobalOptions& g, const std::string& id) {
+  auto dir = state::StateDir::open(g.root, id);
+  auto st = dir.load();
+  if (st.cgroup.is_null() || st.cgroup.empty()) return;
+  auto cg = cgroup::Cgroup::load(st.cgroup);
+  // SIGKILL first, thaw second: not one more instruction runs (v1 delivers
+  // the kill on thaw, v2 kills frozen tasks at once).
+  for (pid_t p : cg.pids()) ::kill(p, SIGKILL);
+  cg.thaw();
 }
 
 void thaw_container(const container::GlobalOptions& g, const std::string& id) {

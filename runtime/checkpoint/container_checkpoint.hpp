@@ -82,5 +82,7 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
                                const CriuFlags& flags);
 void freeze_container(const container::GlobalOptions& g, const std::string& id);
 void thaw_container(const container::GlobalOptions& g, const std::string& id);
+// SIGKILL to every task of a frozen container, then thaw (the tasks die).
+void kill_frozen_container(const container::GlobalOptions& g, const std::string& id);
 
 }  // namespace crx::checkpoint

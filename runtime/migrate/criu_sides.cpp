@@ -116,8 +116,7 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
 void CriuSource::resume() { checkpoint::thaw_container(g_, id_); }
 
 void CriuSource::destroy() {
-  // SIGKILL to a frozen cgroup is delivered once it thaws; delete --force
-  // kills, thaws and removes state and cgroup.
+  checkpoint::kill_frozen_container(g_, id_);
   container::delete_container(g_, id_, true);
 }
 

@@ -32,7 +32,11 @@ def make_bundle(scratch, name="bundle"):
         spec = json.load(f)
     spec["process"]["terminal"] = False
     spec["process"]["args"] = [
-        "sh", "-c", "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"]
+        "sh", "-c",
+        # stdio from the container's own /dev/null: the host's /dev/null that
+        # `crx run -d` hands over lives in a mount CRIU cannot see from inside.
+        "exec </dev/null >/dev/null 2>&1; "
+        "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"]
     spec["root"]["readonly"] = False
     out = os.path.join(scratch, "out")
     os.makedirs(out, exist_ok=True)

@@ -1,0 +1,24 @@
+/* Benchmark workload: touches MIB MiB once (then leaves it idle, the
+ * "mostly idle heap") and appends a counter to a file every 200 ms. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char** argv) {
+  size_t mib = argc > 1 ? strtoul(argv[1], NULL, 10) : 16;
+  const char* out = argc > 2 ? argv[2] : "/out/count.log";
+  size_t len = mib << 20;
+  unsigned char* heap = malloc(len);
+  if (!heap) return 1;
+  for (size_t i = 0; i < len; i += 4096) heap[i] = (unsigned char)(i >> 12) | 1;
+  for (unsigned long n = 0;; ++n) {
+    FILE* f = fopen(out, "a");
+    if (f) {
+      fprintf(f, "%lu\n", n);
+      fclose(f);
+    }
+    heap[(n * 4096) % len] ^= 1; /* a trickle of dirty pages */
+    usleep(200000);
+  }
+}

@@ -6,6 +6,7 @@
 #include <linux/magic.h>
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <sstream>
 
@@ -348,8 +349,10 @@ void Cgroup::destroy() {
       if (first_error.empty()) first_error = e.what();
     }
   };
-  // The container's own directories, with anything nested below them.
-  for (const auto& dir : unique_dirs(dirs_)) attempt([&] { fs::remove_dir(dir); });
+  // The container's own directories, with anything nested below them. One
+  // second in all for exiting tasks to leave, not one per hierarchy.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+  for (const auto& dir : unique_dirs(dirs_)) attempt([&] { fs::remove_dir(dir, deadline); });
   // Parents we made: only if no one else has put a cgroup there meanwhile.
   for (auto it = created_.rbegin(); it != created_.rend(); ++it) {
     if (::rmdir(it->c_str()) != 0 && errno != ENOENT && errno != ENOTEMPTY && errno != EBUSY)

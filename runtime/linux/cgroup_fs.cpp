@@ -122,16 +122,17 @@ std::vector<std::string> sub_dirs(const std::string& dir) {
 
 }  // namespace
 
-void remove_dir(const std::string& dir) {
-  for (const auto& sub : sub_dirs(dir)) remove_dir(sub);
+void remove_dir(const std::string& dir, std::chrono::steady_clock::time_point deadline) {
+  for (const auto& sub : sub_dirs(dir)) remove_dir(sub, deadline);
   using namespace std::chrono_literals;
   auto delay = 1ms;
-  for (int attempt = 0;; ++attempt) {
+  for (;;) {
     if (::rmdir(dir.c_str()) == 0 || errno == ENOENT) return;
     int err = errno;
-    if (err != EBUSY || attempt >= 10) throw_errno("cgroup: rmdir " + dir, err);
+    if (err != EBUSY || std::chrono::steady_clock::now() >= deadline)
+      throw_errno("cgroup: rmdir " + dir, err);
     std::this_thread::sleep_for(delay);
-    delay = std::min(delay * 2, std::chrono::milliseconds(200));
+    delay = std::min(delay * 2, std::chrono::milliseconds(100));
   }
 }
 

@@ -1,5 +1,6 @@
 // File access inside cgroupfs with errors that name the file and the value.
 #pragma once
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -21,8 +22,8 @@ std::map<std::string, uint64_t> read_flat_keyed(const std::string& dir, const st
 
 // mkdir; returns false if it already existed.
 bool make_dir(const std::string& dir);
-// rmdir dir and any sub-cgroups below it, deepest first, retrying for about
-// a second while EBUSY (exiting tasks). Missing dirs are fine.
-void remove_dir(const std::string& dir);
+// rmdir dir and any sub-cgroups below it, deepest first, retrying while
+// EBUSY (exiting tasks) until the deadline. Missing dirs are fine.
+void remove_dir(const std::string& dir, std::chrono::steady_clock::time_point deadline);
 
 }  // namespace crx::cgroup::fs

@@ -210,11 +210,15 @@ TEST_F(CgroupHost, ProcessesAreFoundFrozenAndThawed) {
   EXPECT_FALSE(c.frozen());
   c.freeze();
   EXPECT_TRUE(c.frozen());
-  if (layout_ != cg::Layout::V2) EXPECT_EQ(proc_state(child.pid()), 'D');  // the v1 freezer
+  if (layout_ != cg::Layout::V2) {
+    EXPECT_EQ(proc_state(child.pid()), 'D');  // the v1 freezer's state
+  }
   c.freeze();  // twice is fine
   c.thaw();
   EXPECT_FALSE(c.frozen());
-  if (layout_ != cg::Layout::V2) EXPECT_NE(proc_state(child.pid()), 'D');
+  if (layout_ != cg::Layout::V2) {
+    EXPECT_NE(proc_state(child.pid()), 'D');
+  }
 
   auto s = c.stats();
   EXPECT_GE(s["pids"].value("current", 0u), 1u) << s.dump();

@@ -15,27 +15,28 @@ inline double now_s() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+// Stall time is accumulated from the loops' wake-ups (at least every 100 ms),
+// each step capped at one second: a jump of the monotonic clock, as after a
+// CRIU restore on another machine, then costs at most one second instead of
+// looking like a stall of hours.
 class Watch {
  public:
-  Watch(const Options& o) : stall_timeout_(o.stall_timeout_s), progress_every_(o.progress_s) {
-    start_ = last_completion_ = next_progress_ = now_s();
+  explicit Watch(const Options& o) : stall_timeout_(o.stall_timeout_s), progress_every_(o.progress_s) {
+    start_ = last_tick_ = next_progress_ = now_s();
     next_progress_ += progress_every_;
   }
   double start() const { return start_; }
   void completion(double now, bool work_was_pending) {
-    if (work_was_pending) note_wait(now);
-    last_completion_ = now;
+    tick(now, work_was_pending);
+    waited_ = 0;
   }
   // Called whenever nothing completed; true when the stall limit is exceeded.
   bool stalled(double now, bool work_pending) {
-    if (!work_pending) {
-      last_completion_ = now;
-      return false;
-    }
-    note_wait(now);
-    return stall_timeout_ > 0 && now - last_completion_ > stall_timeout_;
+    tick(now, work_pending);
+    if (!work_pending) waited_ = 0;
+    return stall_timeout_ > 0 && waited_ > stall_timeout_;
   }
-  double since_completion(double now) const { return now - last_completion_; }
+  double since_completion() const { return waited_; }
   void maybe_progress(double now, Summary& s, uint64_t outstanding) {
     if (progress_every_ <= 0 || now < next_progress_) return;
     next_progress_ = now + progress_every_;
@@ -46,11 +47,16 @@ class Watch {
   double max_stall() const { return max_stall_; }
 
  private:
-  void note_wait(double now) {
-    if (now - last_completion_ > max_stall_) max_stall_ = now - last_completion_;
+  void tick(double now, bool work_pending) {
+    double step = now - last_tick_;
+    last_tick_ = now;
+    if (!work_pending) return;
+    waited_ += step < 0 ? 0 : step > 1 ? 1 : step;
+    if (waited_ > max_stall_) max_stall_ = waited_;
   }
   double stall_timeout_, progress_every_;
-  double start_, last_completion_, next_progress_;
+  double start_, last_tick_, next_progress_;
+  double waited_ = 0;
   double max_stall_ = 0;
 };
 

@@ -3,7 +3,10 @@
 // Exit status: 0 clean run, 1 a violation or transport error, 2 set-up failed.
 #include <signal.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <fstream>
 
 #include "common/error.hpp"
 #include "seq/clock.hpp"
@@ -27,6 +30,18 @@ void install_stop_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
 }
 
+// Lets a test see that the traffic has started, e.g. before it checkpoints.
+void write_ready_file(const std::string& path) {
+  if (path.empty()) return;
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << getpid() << "\n";
+    if (!f) crx::throw_errno("write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str())) crx::throw_errno("rename " + tmp + " to " + path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,6 +53,7 @@ int main(int argc, char** argv) {
     Session s = open_session(o);
     if (o.role == Role::Recv) post_initial_receives(s, o);
     connect_session(s, o);
+    write_ready_file(o.ready_file);
     Summary sum = o.role == Role::Recv ? run_receiver(s, o) : run_sender(s, o);
     std::printf("%s\n", summary_json(sum).c_str());
     return sum.ok() ? 0 : 1;

@@ -37,6 +37,8 @@ Options parse_options(int argc, char** argv) {
     sub->add_option("--stall-timeout", o.stall_timeout_s, "fail after this many seconds without a completion (0 = never)")
         ->capture_default_str();
     sub->add_option("--progress", o.progress_s, "print a JSON progress line on stderr every N seconds");
+    sub->add_option("--ready-file", o.ready_file,
+                    "write this file (our pid) once set-up is done and traffic starts");
     sub->add_flag("--busy-poll", o.busy_poll, "poll the CQ instead of sleeping on the completion channel");
     // Accepted by both roles so one argument list serves both; the receiver
     // learns the real total from the sender's last message.

@@ -37,6 +37,7 @@ struct Options {
   double stall_timeout_s = 60;  // no completion for this long = fail; 0 = never
   double progress_s = 0;        // > 0: a JSON progress line on stderr this often
   bool busy_poll = false;
+  std::string ready_file;       // written once set-up is done and traffic starts
 
   // Debug: make the sender break the contract so tests can see the checker fail.
   std::optional<uint64_t> inject_dup;   // send this sequence number twice on QP 0

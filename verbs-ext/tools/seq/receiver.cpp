@@ -66,7 +66,7 @@ class Receiver {
             fatal_ = true;
           }
       } else if (watch_.stalled(now, true)) {
-        sum_.add_error("stalled: no message for " + std::to_string(watch_.since_completion(now)) + " s");
+        sum_.add_error("stalled: no message for " + std::to_string(watch_.since_completion()) + " s");
         fatal_ = true;
       }
       watch_.maybe_progress(now, sum_, o_.qps - fins_);

@@ -49,7 +49,7 @@ class Sender {
         for (int i = 0; i < n; ++i) complete(wc[i]);
       } else if (watch_.stalled(now, outstanding() > 0)) {
         sum_.add_error("stalled: no send completion for " +
-                       std::to_string(watch_.since_completion(now)) + " s");
+                       std::to_string(watch_.since_completion()) + " s");
       }
       watch_.maybe_progress(now, sum_, outstanding());
     }

@@ -43,11 +43,16 @@ if (( install_packages )); then
 fi
 
 # --- the guest kernel: the ABI linux-image-amd64 currently depends on --------
-abi_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null \
-  | awk '$1 == "Depends:" && $2 ~ /^linux-image-[0-9]/ { print $2; exit }')
-[[ -n $abi_pkg ]] || { say "cannot resolve the ABI from linux-image-amd64 (apt-get update?)"; exit 1; }
+# One apt-cache call (each one rebuilds apt's cache here: seconds): the
+# candidate's "Depends: linux-image-<abi> (= <version>)".
+read -r abi_pkg abi_ver < <(apt-cache show --no-all-versions linux-image-amd64 2>/dev/null \
+  | sed -n 's/^Depends:.*\(linux-image-[0-9][^ ,]*\)\( (= \([^)]*\))\)\{0,1\}.*/\1 \3/p' \
+  | head -n1) || true
+[[ -n ${abi_pkg:-} ]] || { say "cannot resolve the ABI from linux-image-amd64 (apt-get update?)"; exit 1; }
 abi=${abi_pkg#linux-image-}
-abi_ver=$(apt-cache policy "$abi_pkg" | awk '$1 == "Candidate:" { print $2 }')
+if [[ -z ${abi_ver:-} ]]; then
+  abi_ver=$(apt-cache policy "$abi_pkg" | awk '$1 == "Candidate:" { print $2 }')
+fi
 kdir=$cache/kernel/${abi_pkg}_${abi_ver}
 if [[ ! -e $kdir/.complete ]]; then
   say "fetching $abi_pkg $abi_ver"

@@ -343,6 +343,11 @@ class _Netns:
 # One guest: qemu process + agent connection
 # --------------------------------------------------------------------------
 
+def _qopt(value):
+    """A value inside a qemu option string (commas doubled)."""
+    return str(value).replace(",", ",,")
+
+
 class Handle:
     """A command started in a guest."""
 
@@ -393,7 +398,7 @@ class Guest:
             console = ["-chardev", "stdio,id=con,mux=on,signal=off",
                        "-serial", "chardev:con", "-mon", "chardev=con,mode=readline"]
         else:
-            console = ["-chardev", f"file,id=con,path={self.console_path}",
+            console = ["-chardev", f"file,id=con,path={_qopt(self.console_path)}",
                        "-serial", "chardev:con"]
         return [
             QEMU, "-name", self.name, "-nodefaults", "-no-user-config", "-nographic",
@@ -404,14 +409,14 @@ class Guest:
             *console,
             "-virtfs", "local,path=/,mount_tag=hostroot,security_model=passthrough,"
                        "readonly=on,multidevs=remap",
-            "-virtfs", f"local,path={tb.modules_share},mount_tag=modules,"
+            "-virtfs", f"local,path={_qopt(tb.modules_share)},mount_tag=modules,"
                        "security_model=passthrough,readonly=on,multidevs=remap",
-            "-virtfs", f"local,path={tb.scratch},mount_tag=scratch,"
+            "-virtfs", f"local,path={_qopt(tb.scratch)},mount_tag=scratch,"
                        "security_model=passthrough,multidevs=remap",
             "-netdev", f"tap,id=n0,ifname={TAP}{self.k},script=no,downscript=no,vhost=off",
             "-device", f"virtio-net-pci,netdev=n0,mac={self.mac},romfile=",
             "-device", "virtio-serial-pci",
-            "-chardev", f"socket,id=agent,path={self.sock_path},server=on,wait=off",
+            "-chardev", f"socket,id=agent,path={_qopt(self.sock_path)},server=on,wait=off",
             "-device", "virtserialport,chardev=agent,name=crx.agent",
         ]
 

@@ -105,14 +105,19 @@ class SeqTest(VmTestCase):
 
     def test_receiver_reports_a_vanished_sender(self):
         # The sender dies mid-transfer: the receiver must not hang or pass, but
-        # report the stall once --stall-timeout has passed.
+        # report the stall once --stall-timeout has passed, and show it was
+        # alive until then with progress lines.
         tb = self.tb
         port = 18605
-        h = tb.spawn(RECEIVER, f"{SEQ} recv --port {port} --stall-timeout 10")
+        ready = os.path.join(tb.scratch, "sender.ready")
+        h = tb.spawn(RECEIVER, f"{SEQ} recv --port {port} --stall-timeout 10 --progress 1")
         snd = tb.spawn(SENDER, f"exec {SEQ} send --connect {tb.ip(RECEIVER)} --port {port} "
-                               f"--count 1000000 --rate 100")
-        time.sleep(15)
+                               f"--count 1000000 --rate 100 --ready-file {ready}")
+        self.sh(tb, SENDER, f"for i in $(seq 1200); do [ -s {ready} ] && exit 0; sleep 0.1; done; "
+                            "exit 1", timeout=180)
+        time.sleep(5)
         self.assertFalse(h.done.is_set(), "the receiver ended while the sender was running")
+        self.assertFalse(snd.done.is_set(), "the sender ended early")
         tb.kill(snd, signal.SIGKILL)
         tb.wait(snd, timeout=60)
         rrc, rout, rerr = tb.wait(h, timeout=120)
@@ -121,7 +126,9 @@ class SeqTest(VmTestCase):
         self.assertGreater(r["messages"], 0, rout)
         self.assertIn("stalled", r.get("first_error", ""), rout)
         self.assertEqual((r["duplicates"], r["out_of_order"]), (0, 0), rout)
-
+        progress = [json.loads(l)["progress"] for l in rerr.splitlines() if l.startswith('{"progress"')]
+        self.assertGreaterEqual(len(progress), 5, rerr)
+        self.assertGreater(progress[-1]["messages"], progress[0]["messages"], rerr)
 
 if __name__ == "__main__":
     main()

@@ -341,4 +341,74 @@ TEST(MigrateProtocol, ImageNamesThatEscapeTheImagesDirAreRefused) {
   crx::remove_tree(root);
 }
 
+TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
+  // A receiver that restores, gets the commit and vanishes before answering:
+  // the sender cannot know whether the destination runs the container, so it
+  // neither resumes (two copies) nor destroys (maybe none) the source.
+  std::string root = temp_dir();
+  auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  TcpListener listener(parse_host_port("127.0.0.1:0"));
+  auto receiver = std::async(std::launch::async, [&] {
+    FrameConn c(listener.accept(10s), "sender");
+    c.set_timeout(10s);
+    authenticate_as_server(c, key);
+    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
+    c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
+    c.expect(FrameType::RoundStart);
+    c.send(FrameType::PageServerReady);
+    FrameConn pages(listener.accept(10s), "pages");
+    authenticate_as_server(pages, key);
+    char buf[65536];
+    while (::read(pages.fd(), buf, sizeof buf) > 0) {
+    }
+    for (;;) {
+      Frame f = c.receive();
+      if (f.type == FrameType::RoundDone) break;
+    }
+    c.send(FrameType::RoundAck, to_json(RoundAck{1}));
+    c.expect(FrameType::DumpDone);
+    c.send(FrameType::RestoreOk);
+    c.expect(FrameType::Commit);
+    // dies here
+  });
+  FakeSource src;
+  SenderOptions so;
+  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
+  so.key = &key;
+  so.manifest.id = "c1";
+  so.work_dir = root + "/src";
+  so.timeout = 5s;
+  auto rep = migrate_out(src, so);
+  receiver.get();
+  EXPECT_EQ(rep.outcome, "in doubt") << rep.error;
+  EXPECT_NE(rep.error.find("stays frozen"), std::string::npos) << rep.error;
+  EXPECT_EQ(src.freezes, 1);
+  EXPECT_EQ(src.resumes, 0);
+  EXPECT_EQ(src.destroys, 0);
+  crx::remove_tree(root);
+}
+
+TEST(MigrateProtocol, ManifestParsingNamesTheProblem) {
+  try {
+    parse_manifest("{\"protocol\":1,\"bundle\":\"/b\",\"config_sha256\":\"x\"}");
+    FAIL();
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "malformed manifest frame: no \"id\"");
+  }
+  try {
+    parse_manifest("{\"protocol\":7}");
+    FAIL();
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "sender speaks migration protocol 7, this crx speaks 1");
+  }
+  Manifest m;
+  m.id = "c1";
+  m.bundle = "/b";
+  m.config_sha256 = "ab";
+  m.flags.tcp_established = true;
+  Manifest back = parse_manifest(to_json(m));
+  EXPECT_EQ(back.id, "c1");
+  EXPECT_TRUE(back.flags.tcp_established);
+}
+
 }  // namespace

@@ -38,7 +38,10 @@ inline void add_criu_flags(CLI::App* sub, CriuFlagArgs& f, bool lazy = true) {
   sub->add_flag("--auto-dedup", f.auto_dedup, "deduplicate images against the parent");
   sub->add_option("--manage-cgroups-mode", f.manage_cgroups_mode,
                   "cgroups mode: soft|full|strict|ignore");
-  sub->add_option("--empty-ns", f.empty_ns, "namespace to leave empty (network)");
+  // One value per occurrence, so `--empty-ns network ID` leaves ID alone.
+  sub->add_option("--empty-ns", f.empty_ns, "namespace to leave empty (network)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 void register_checkpoint(Cli& cli);

@@ -106,6 +106,9 @@ const struct rxe_migr_rec_hdr *ibv_migr_next_record(const void *dump,
 /* Validate a dump's header and every record's bounds: 0 or -EINVAL */
 int ibv_migr_check_dump(const void *dump, size_t length);
 
+/* Destroy an object made by IBV_RESTORE_CREATE (undo on a failed restore) */
+void ibv_migr_destroy_object(void *object, int object_type);
+
 /* Single-QP control (tests; aborting a migration on the source) */
 int ibv_migr_qp_stop(struct ibv_qp *qp);
 int ibv_migr_qp_resume(struct ibv_qp *qp);

@@ -124,11 +124,12 @@ static void setup(struct ep *e, const struct opts *o, int recv_side)
 
 	e->ctx = open_ctx();
 	e->pd = ibv_alloc_pd(e->ctx);
-	e->buf_len = (size_t)o->qps * RQ_DEPTH * MSG_SIZE;
+	e->buf_len = (size_t)(o->qps ? o->qps : 1) * RQ_DEPTH * MSG_SIZE;
 	e->buf = map_buf(e->buf_len, NULL);
 	e->mr = ibv_reg_mr(e->pd, e->buf, e->buf_len,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	e->cq = ibv_create_cq(e->ctx, o->qps * (depth + 1), NULL, NULL, 0);
+	e->cq = ibv_create_cq(e->ctx, (o->qps ? o->qps : 1) * (depth + 1), NULL,
+			      NULL, 0);
 	if (!e->pd || !e->mr || !e->cq)
 		die("setup: %s", strerror(errno));
 	if (recv_side && o->srq) {

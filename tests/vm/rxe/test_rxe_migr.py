@@ -15,8 +15,11 @@
 import os
 import signal
 import subprocess
+import sys
 import time
 
+sys.path.insert(0, os.environ.get("CRX_VM_DIR") or
+                os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from vmtest import VmTestCase, Testbed, main
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -26,6 +29,10 @@ BAD_LOG = r"Oops|BUG:|WARNING:|general protection|Call Trace|KASAN|refcount_t"
 RANGES = ["qpn_min=0x100 qpn_max=0xfff mrn_min=0x100 mrn_max=0xfff",
           "qpn_min=0x1000 qpn_max=0x1fff mrn_min=0x1000 mrn_max=0x1fff",
           "qpn_min=0x2000 qpn_max=0x2fff mrn_min=0x2000 mrn_max=0x2fff"]
+# background jobs of a non-interactive shell ignore SIGINT, which a shell
+# cannot undo: restore the default disposition before exec
+SIGINT_DFL = ("python3 -c 'import os, signal, sys; signal.signal(signal.SIGINT, "
+              "signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])' ")
 RELOAD = ("rdma link delete rxe0 2>/dev/null; rmmod rdma_rxe 2>/dev/null; "
           "{load} && rdma link add rxe0 type rxe netdev eth0")
 
@@ -148,9 +155,10 @@ class RxeMigrTest(VmTestCase):
 
     def kill_round(self, sig):
         tb, port = self.tb, self.next_port()
-        # background jobs of a non-interactive shell ignore SIGINT: reset it
-        recv = tb.spawn(0, f"trap - INT; exec {self.t(f'recv --port {port} --qps 4 --count 100000')}")
-        send = tb.spawn(1, f"trap - INT; exec {self.t(f'send --host {tb.ip(0)} --port {port} --qps 4 --count 100000')}")
+        recv = tb.spawn(0, "exec " + SIGINT_DFL +
+                        self.t(f"recv --port {port} --qps 4 --count 100000"))
+        send = tb.spawn(1, "exec " + SIGINT_DFL +
+                        self.t(f"send --host {tb.ip(0)} --port {port} --qps 4 --count 100000"))
         time.sleep(15)
         tb.kill(send, sig)
         time.sleep(2)

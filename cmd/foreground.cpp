@@ -1,0 +1,79 @@
+#include "foreground.hpp"
+
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <memory>
+#include <vector>
+
+#include "common/error.hpp"
+#include "linux/console.hpp"
+
+namespace crx::cmd {
+
+BlockedSignals::BlockedSignals() {
+  sigset_t all;
+  sigfillset(&all);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGFPE);
+  sigdelset(&all, SIGILL);
+  sigprocmask(SIG_BLOCK, &all, &old_);
+  fd_ = UniqueFd(::signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK));
+  if (!fd_) throw_errno("signalfd");
+}
+
+BlockedSignals::~BlockedSignals() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
+
+int exit_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 255;
+}
+
+std::optional<int> reap(pid_t pid) {
+  std::optional<int> result;
+  for (;;) {
+    int status;
+    pid_t p = ::waitpid(-1, &status, WNOHANG);
+    if (p <= 0) break;
+    if (p == pid) result = exit_status(status);
+  }
+  return result;
+}
+
+int wait_foreground(const BlockedSignals& signals, pid_t pid, int pty_master) {
+  std::unique_ptr<linux_::PtyProxy> proxy;
+  if (pty_master >= 0) proxy = std::make_unique<linux_::PtyProxy>(pty_master, 0, 1);
+  // the child may have exited before the signalfd was read
+  std::optional<int> status = reap(pid);
+  while (!status) {
+    std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
+    if (proxy)
+      for (int fd : proxy->poll_fds()) fds.push_back({fd, POLLIN, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) throw_errno("poll");
+    if (proxy && fds.size() > 1) {
+      bool ready = false;
+      for (size_t i = 1; i < fds.size(); ++i) ready = ready || fds[i].revents;
+      if (ready && !proxy->pump()) proxy.reset();
+    }
+    signalfd_siginfo si;
+    while (::read(signals.fd(), &si, sizeof si) == sizeof si) {
+      int sig = static_cast<int>(si.ssi_signo);
+      if (sig == SIGCHLD) {
+        status = reap(pid);
+      } else if (sig == SIGWINCH) {
+        if (proxy) proxy->resize();
+      } else {
+        ::kill(pid, sig);
+      }
+    }
+  }
+  if (proxy) proxy->pump();
+  return *status;
+}
+
+}  // namespace crx::cmd

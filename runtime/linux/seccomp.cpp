@@ -215,15 +215,22 @@ UniqueFd SeccompFilter::load() const {
   return uses_notify_ ? UniqueFd(static_cast<int>(rc)) : UniqueFd();
 }
 
-void send_seccomp_listener_fd(const std::string& listener_path, int notify_fd, int pid,
+void send_seccomp_listener_fd(int connected_fd, int notify_fd, int pid,
                               const std::string& metadata, const nlohmann::json& state) {
-  nlohmann::json msg = {{"ociVersion", state.value("ociVersion", "1.0.2")},
+  const std::string version =
+      state.is_object() ? state.value("ociVersion", "1.0.2") : std::string("1.0.2");
+  nlohmann::json msg = {{"ociVersion", version},
                         {"fds", {"seccompFd"}},
                         {"pid", pid},
                         {"metadata", metadata},
                         {"state", state}};
+  send_fd(connected_fd, notify_fd, msg.dump(), "seccomp listener");
+}
+
+void send_seccomp_listener_fd(const std::string& listener_path, int notify_fd, int pid,
+                              const std::string& metadata, const nlohmann::json& state) {
   UniqueFd sock = connect_unix_socket(listener_path, "seccomp listener");
-  send_fd(sock.get(), notify_fd, msg.dump(), "seccomp listener " + listener_path);
+  send_seccomp_listener_fd(sock.get(), notify_fd, pid, metadata, state);
 }
 
 }  // namespace crx::linux_

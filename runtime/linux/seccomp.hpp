@@ -64,7 +64,13 @@ unsigned seccomp_flag(const std::string& name);  // "SECCOMP_FILTER_FLAG_LOG" ->
 // Connects to the listener's unix socket and sends the notify fd with
 // SCM_RIGHTS; the payload is runc's ContainerProcessState JSON:
 // {"ociVersion", "fds":["seccompFd"], "pid", "metadata", "state"}.
+// listenerPath is a host path: from the container child (after pivot_root,
+// maybe after setuid, with the filter loaded) connect it beforehand, as
+// for the console socket, and use the overload with the connected fd.
+// runc reports the container's host pid in "pid".
 void send_seccomp_listener_fd(const std::string& listener_path, int notify_fd, int pid,
+                              const std::string& metadata, const nlohmann::json& state);
+void send_seccomp_listener_fd(int connected_fd, int notify_fd, int pid,
                               const std::string& metadata, const nlohmann::json& state);
 
 }  // namespace crx::linux_

@@ -295,4 +295,17 @@ TEST(Seccomp, ListenerFdIsSentWithContainerProcessState) {
   ::rmdir(tmpl);
 }
 
+TEST(Seccomp, ListenerStateOverAConnectedSocket) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+  crx::UniqueFd a(sv[0]), b(sv[1]);
+  crx::linux_::send_seccomp_listener_fd(a.get(), a.get(), 77, "", nlohmann::json());
+  std::string payload;
+  crx::UniqueFd got = crx::linux_::recv_fd(b.get(), &payload);
+  auto msg = nlohmann::json::parse(payload);
+  EXPECT_EQ(msg["ociVersion"], "1.0.2");
+  EXPECT_EQ(msg["pid"], 77);
+  EXPECT_TRUE(got.valid());
+}
+
 }  // namespace

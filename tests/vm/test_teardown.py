@@ -79,14 +79,10 @@ class TeardownTest(VmTestCase):
 
     def test_sigkill(self):
         child = self.interrupt_while_booting(signal.SIGKILL)
-        # qemu and the namespace die with their owner; only the temp dir
-        # stays until the next test bed sweeps it.
-        self.wait_until("netns holder to go", lambda: not [
-            x for x in testbed.leftovers({child.pid}) if x.startswith("process")], timeout=60)
-        self.assertTrue([x for x in testbed.leftovers({child.pid}) if x.startswith("temp dir")],
-                        "the killed owner's temp dir should still be there (and be seen)")
-        testbed._sweep_stale_tempdirs()
-        self.assertEqual(testbed.leftovers({child.pid}), [])
+        # qemu and the namespace's holder die with their owner (PDEATHSIG),
+        # the holder removing the temp dir on its way out.
+        self.wait_until("everything to go", lambda: not testbed.leftovers({child.pid}),
+                        timeout=60)
 
     def test_failing_test(self):
         child = self.owner("fail")

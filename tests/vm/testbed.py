@@ -55,7 +55,8 @@ API (stdlib only; run with Debian's /usr/bin/python3):
   Teardown (leaving the with-block, also on exceptions, SIGINT, SIGTERM and
   interpreter exit) kills every qemu and the network namespace and removes
   the temp dir; if the process is SIGKILLed, qemu and the namespace die with
-  it (PR_SET_PDEATHSIG) and the next Testbed sweeps the stale temp dir.
+  it (PR_SET_PDEATHSIG) and the namespace's holder removes the temp dir (the
+  next Testbed sweeps stale temp dirs, should even that fail).
   Create and use a Testbed from one thread (qemu's death signal is bound to
   the thread that started it).
 
@@ -292,25 +293,40 @@ def _sweep_stale_tempdirs():
             shutil.rmtree(path, ignore_errors=True)
 
 
+# The process that holds a test bed's network namespace; when its owner dies
+# (PDEATHSIG TERM) or the test bed closes, it removes the temp dir and exits.
+_HOLDER = """
+import os, shutil, signal, sys
+def bye(*_):
+    shutil.rmtree(sys.argv[2], ignore_errors=True)
+    os._exit(0)
+signal.signal(signal.SIGTERM, bye)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+while True:
+    signal.pause()
+"""
+
+
 class _Netns:
     """A private network namespace holding a bridge and one tap per guest.
 
-    Held by a `sleep` process (no name, no mount in /run/netns): it vanishes
-    with its devices when the holder and the qemus in it are gone."""
+    Held by a small process (no name, no mount in /run/netns): it vanishes
+    with its devices when the holder and the qemus in it are gone.  The
+    holder also removes the temp dir when the owner is killed outright."""
 
-    def __init__(self, n):
-        # argv[0] names the owner, so that a leak could be told apart.
+    def __init__(self, n, workdir):
+        # The label names the owner, so that a leak could be told apart.
         self.holder = subprocess.Popen(
-            _pdeath(["unshare", "--net", "--", "/bin/bash", "-c",
-                     f"exec -a {NETNS_HOLDER_PREFIX}{os.getpid()} sleep infinity"]),
+            ["setpriv", "--pdeathsig", "TERM", "--", "unshare", "--net", "--",
+             "/usr/bin/python3", "-I", "-S", "-c", _HOLDER,
+             f"{NETNS_HOLDER_PREFIX}{os.getpid()}", workdir],
             stdin=subprocess.DEVNULL, start_new_session=True)
         mine = os.readlink("/proc/self/ns/net")
         self.path = f"/proc/{self.holder.pid}/ns/net"
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while True:  # never touch the host's namespace: wait until unshare happened
             try:
-                if os.readlink(self.path) != mine and \
-                        os.path.basename(os.readlink(f"/proc/{self.holder.pid}/exe")) == "sleep":
+                if os.readlink(self.path) != mine:
                     break
             except OSError:
                 pass
@@ -335,7 +351,11 @@ class _Netns:
 
     def close(self):
         if self.holder.poll() is None:
-            self.holder.kill()
+            self.holder.terminate()
+            try:
+                self.holder.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.holder.kill()
         self.holder.wait()
 
 
@@ -647,7 +667,7 @@ class Testbed:
                     raise TestbedError(f"scratch dir {self.scratch!r}: no white space, please "
                                        "(it goes on the kernel command line)")
                 os.makedirs(self.scratch, exist_ok=True)
-            self.netns = _Netns(self.n)
+            self.netns = _Netns(self.n, self.workdir)
             self.guests = [Guest(k, self.workdir) for k in range(self.n)]
             for g in self.guests:
                 if g.k != interactive:
@@ -781,7 +801,7 @@ def leftovers(owners=None):
                 cmdline = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
         except OSError:
             continue
-        if ("qemu-system" in cmdline or cmdline.startswith(NETNS_HOLDER_PREFIX)) and \
+        if ("qemu-system" in cmdline or NETNS_HOLDER_PREFIX in cmdline) and \
                 ours(_owner_of(cmdline)):
             found.append(f"process {entry}: {cmdline[:160]}")
     for path in glob.glob(os.path.join(tempfile.gettempdir(), TEMP_PREFIX + "*")):

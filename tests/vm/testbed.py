@@ -49,6 +49,17 @@ API (stdlib only; run with Debian's /usr/bin/python3):
   tb.console(k) -> str                             guest k's console log so far
   tb.kill_guest(k)                                 power guest k off hard
 
+  Testbed(...).start() returns the booted test bed and tb.close() tears it
+  down, for set-ups that outlive one with-block (e.g. unittest setUpClass).
+
+  make_modules_tree(dest, {path under <abi>/: host file}) -> dest
+      a replacement tree (hard links to the stock one, files replaced,
+      depmod'ed) for Testbed(modules_dir=dest)
+  load_config() -> dict   CRX_VM_ABI, CRX_VM_MODULES (stock tree), ...
+  leftovers(owners=None) -> [str]   what dead test beds left on the host
+  vmtest.VmTestCase (tests/vm/vmtest.py): unittest base with boot(n, **kw)
+      and sh(tb, k, cmd) (asserts success, returns stdout)
+
   Failures raise TestbedError subclasses whose message carries the guest's
   console log: GuestTimeout (a step outlived its time-out: the guest is
   killed first), GuestDied (qemu exited), CommandFailed (check=True).

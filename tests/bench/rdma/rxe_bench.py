@@ -133,7 +133,8 @@ class Bench:
 
 def markdown(results, sizes, note, srcversions, args, elapsed):
     def med(v, s, m):
-        return statistics.median(results[v][m][str(s)])
+        values = results[v][m][str(s)]
+        return statistics.median(values) if values else None
 
     lines = ["# rdma_rxe: patched vs stock (ib_send_bw / ib_send_lat)", ""]
     if note:
@@ -141,7 +142,8 @@ def markdown(results, sizes, note, srcversions, args, elapsed):
     lines += [f"Two qemu guests (TCG), one interleaved run: {args.rounds} rounds, module order "
               "alternating per round; medians over rounds. bw = message rate x size (MB/s, same as BW average with more digits), "
               "lat = t_typical (usec). Goal: bw ratio >= 0.98, lat ratio <= 1.02.",
-              f"Modules (sha256 prefix, module taint): stock {srcversions['stock']}, patched {srcversions['patched']}. "
+              f"Modules (sha256 prefix, module taint): stock {srcversions.get('stock')}, "
+              f"patched {srcversions.get('patched')}. "
               f"Run took {elapsed / 60:.1f} min.", "",
               "| size | bw stock | bw patched | bw ratio | lat stock | lat patched | lat ratio |",
               "|---:|---:|---:|---:|---:|---:|---:|"]
@@ -149,14 +151,18 @@ def markdown(results, sizes, note, srcversions, args, elapsed):
     for s in sizes:
         bs, bp = med("stock", s, "bw"), med("patched", s, "bw")
         ls, lp = med("stock", s, "lat"), med("patched", s, "lat")
+        if None in (bs, bp, ls, lp):
+            lines.append(f"| {human(s)} | (incomplete run) | | | | | |")
+            continue
         rb, rl = bp / bs if bs else float("nan"), lp / ls if ls else float("nan")
         worst_bw, worst_lat = min(worst_bw, rb), max(worst_lat, rl)
         mb = "" if rb >= 0.98 else " ✗"
         ml = "" if rl <= 1.02 else " ✗"
-        lines.append(f"| {human(s)} | {bs:.2f} | {bp:.2f} | {rb:.3f}{mb} | {ls:.1f} | {lp:.1f} | "
+        lines.append(f"| {human(s)} | {bs:.4g} | {bp:.4g} | {rb:.3f}{mb} | {ls:.1f} | {lp:.1f} | "
                      f"{rl:.3f}{ml} |")
-    lines += ["", f"Worst bandwidth ratio {worst_bw:.3f}, worst latency ratio {worst_lat:.3f}.", "",
-              "## Size of the patch series", "", patch_size.table(os.path.join(TOP, "rxe-patches"))]
+    if worst_lat > 0:
+        lines += ["", f"Worst bandwidth ratio {worst_bw:.3f}, worst latency ratio {worst_lat:.3f}."]
+    lines += ["", "## Size of the patch series", "", patch_size.table(os.path.join(TOP, "rxe-patches"))]
     return "\n".join(lines)
 
 
@@ -177,11 +183,19 @@ def main():
     ap.add_argument("--bw-bytes", type=int, default=8 << 20,
                     help="bytes per ib_send_bw run (iterations = this / size, 64..1000)")
     ap.add_argument("--lat-iters", type=int, default=100, help="ib_send_lat iterations (/4 above 64 KiB)")
+    ap.add_argument("--report-only", metavar="RAW_JSON",
+                    help="only (re)write the report of an earlier run's raw.json")
     ap.add_argument("--out", default=f"/tmp/crx-rdma-bench-{time.strftime('%Y%m%d-%H%M%S')}")
     args = ap.parse_args()
     sizes = ALL_SIZES if args.sizes == "all" else QUICK_SIZES if args.sizes == "quick" else \
         [int(s) for s in args.sizes.split(",")]
 
+    if args.report_only:
+        raw = json.load(open(args.report_only))
+        args.rounds = len(raw["results"]["stock"]["bw"][str(raw["sizes"][0])])
+        print(markdown(raw["results"], raw["sizes"], raw["note"], raw["srcversion"], args,
+                       raw.get("elapsed", 0)))
+        return
     tree, patched_rel, stock_rel, note = resolve_modules(args.modules)
     if note:
         log(note)
@@ -202,9 +216,9 @@ def main():
                     results[variant]["bw"][str(s)].append(bw)
                     results[variant]["lat"][str(s)].append(lat)
                     log(f"round {r + 1}/{args.rounds} {variant:7} {human(s):>7}: "
-                        f"{bw:9.2f} MB/s {lat:9.1f} us")
+                        f"{bw:9.4g} MB/s {lat:9.1f} us")
                 json.dump({"note": note, "sizes": sizes, "results": results,
-                           "srcversion": srcversions}, open(os.path.join(args.out, "raw.json"), "w"),
+                           "srcversion": srcversions, "elapsed": time.monotonic() - t0}, open(os.path.join(args.out, "raw.json"), "w"),
                           indent=1)
         for k in (SERVER, CLIENT):
             dmesg = tb.run(k, "dmesg", timeout=60)[1]

@@ -40,6 +40,8 @@ class BootTest(VmTestCase):
         self.assertEqual(sorted(ctrl), sorted(subtree))
         self.assertIn("memory", subtree)
 
+        self.sh(tb, 0, "test -c /dev/net/tun && test -c /dev/ptmx && test -L /dev/fd")
+
         # The host root is read-only underneath, writable through the overlay.
         self.sh(tb, 0, "touch /etc/crx-vm-probe && test -e /etc/crx-vm-probe")
         self.assertFalse(os.path.exists("/etc/crx-vm-probe"))

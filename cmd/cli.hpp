@@ -29,6 +29,12 @@ void register_delete(Cli&);
 void register_list(Cli&);
 void register_spec(Cli&);
 void register_features(Cli&);
+void register_exec(Cli&);
+void register_ps(Cli&);
+void register_pause(Cli&);
+void register_resume(Cli&);
+void register_update(Cli&);
+void register_events(Cli&);
 void register_extra_commands(Cli&);  // later commands (exec, ps, ...) hook in here
 
 // urfave/cli (runc) accepts "-flag" as well as "--flag"; go-runc sends

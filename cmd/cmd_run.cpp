@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cli.hpp"
+#include "foreground.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
@@ -31,46 +32,6 @@ struct RunArgs {
   bool keep = false;
   bool no_subreaper = false;
 };
-
-// Blocks every catchable signal; they are read from a signalfd instead.
-class BlockedSignals {
- public:
-  BlockedSignals() {
-    sigset_t all;
-    sigfillset(&all);
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGILL);
-    sigprocmask(SIG_BLOCK, &all, &old_);
-    fd_ = UniqueFd(::signalfd(-1, &all, SFD_CLOEXEC | SFD_NONBLOCK));
-    if (!fd_) throw_errno("signalfd");
-  }
-  ~BlockedSignals() { sigprocmask(SIG_SETMASK, &old_, nullptr); }
-  int fd() const { return fd_.get(); }
-
- private:
-  sigset_t old_;
-  UniqueFd fd_;
-};
-
-int exit_status(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 255;
-}
-
-// Reaps children; returns the init's exit status once it has exited.
-std::optional<int> reap(pid_t init) {
-  std::optional<int> result;
-  for (;;) {
-    int status;
-    pid_t p = ::waitpid(-1, &status, WNOHANG);
-    if (p <= 0) break;
-    if (p == init) result = exit_status(status);
-  }
-  return result;
-}
 
 int run_foreground(Cli& cli, RunArgs& a) {
   if (!a.no_subreaper) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -101,39 +62,10 @@ int run_foreground(Cli& cli, RunArgs& a) {
   }
 
   UniqueFd master;
-  std::unique_ptr<linux_::PtyProxy> proxy;
-  if (console_ours && created.terminal) {
-    master = linux_::recv_fd(console_ours.get());
-    proxy = std::make_unique<linux_::PtyProxy>(master.get(), 0, 1);
-  }
-
-  std::optional<int> status;
-  while (!status) {
-    std::vector<pollfd> fds{{signals.fd(), POLLIN, 0}};
-    if (proxy)
-      for (int fd : proxy->poll_fds()) fds.push_back({fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR) throw_errno("poll");
-    if (proxy && fds.size() > 1) {
-      bool ready = false;
-      for (size_t i = 1; i < fds.size(); ++i) ready = ready || fds[i].revents;
-      if (ready && !proxy->pump()) proxy.reset();
-    }
-    signalfd_siginfo si;
-    while (::read(signals.fd(), &si, sizeof si) == sizeof si) {
-      int sig = static_cast<int>(si.ssi_signo);
-      if (sig == SIGCHLD) {
-        status = reap(created.pid);
-      } else if (sig == SIGWINCH) {
-        if (proxy) proxy->resize();
-      } else {
-        ::kill(created.pid, sig);
-      }
-    }
-  }
-  if (proxy) proxy->pump();
-  proxy.reset();
+  if (console_ours && created.terminal) master = linux_::recv_fd(console_ours.get());
+  int status = wait_foreground(signals, created.pid, master ? master.get() : -1);
   cleanup();
-  return *status;
+  return status;
 }
 
 }  // namespace

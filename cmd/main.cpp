@@ -60,6 +60,12 @@ int main(int argc, char** argv) {
   cmd::register_list(cli);
   cmd::register_spec(cli);
   cmd::register_features(cli);
+  cmd::register_exec(cli);
+  cmd::register_ps(cli);
+  cmd::register_pause(cli);
+  cmd::register_resume(cli);
+  cmd::register_update(cli);
+  cmd::register_events(cli);
   cmd::register_extra_commands(cli);
 
   auto args = cmd::normalize_args(argc, argv);

@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
 
@@ -178,8 +179,8 @@ static void connect_qps(struct ep *e, const struct opts *o, const struct wire *p
 		memset(&a, 0, sizeof(a));
 		a.qp_state = IBV_QPS_RTS;
 		a.sq_psn = 1000 + i;
-		a.timeout = 17;		/* ~0.5 s */
-		a.retry_cnt = 3;	/* a counted pause would exhaust this */
+		a.timeout = 19;		/* ~2.1 s: TCG guests can be slow */
+		a.retry_cnt = 3;	/* a counted pause > 8.4 s would exhaust this */
 		a.rnr_retry = 7;
 		a.max_rd_atomic = 1;
 		if (ibv_modify_qp(e->qp[i], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
@@ -267,10 +268,21 @@ static int qp_index(struct state *s, uint32_t qpn)
 	return -1;
 }
 
+#define STALL_SECONDS 300
+
+static time_t now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec;
+}
+
 /* receive until every QP got `count` messages or `stop_after` total */
 static void receive(struct ep *e, struct state *s, int count, long stop_after)
 {
 	long goal = (long)count * s->qps;
+	time_t last = now();
 
 	while (s->received < goal && (stop_after < 0 || s->received < stop_after)) {
 		struct ibv_wc wc[16];
@@ -278,6 +290,11 @@ static void receive(struct ep *e, struct state *s, int count, long stop_after)
 
 		if (n < 0)
 			die("poll_cq");
+		if (n)
+			last = now();
+		else if (now() - last > STALL_SECONDS)
+			die("no message for %d s after %ld of %ld", STALL_SECONDS,
+			    s->received, goal);
 		for (int i = 0; i < n; i++) {
 			struct msg *m = (void *)(e->buf + wc[i].wr_id * MSG_SIZE);
 			int qi = qp_index(s, wc[i].qp_num);
@@ -379,6 +396,7 @@ static int do_send(const struct opts *o)
 	struct wire me, peer;
 	uint32_t sent[MAX_QPS] = {0}, done[MAX_QPS] = {0};
 	long total_done = 0, goal = (long)o->count * o->qps;
+	time_t last;
 	int fd;
 
 	setup(&e, o, 0);
@@ -388,6 +406,7 @@ static int do_send(const struct opts *o)
 	connect_qps(&e, o, &peer);
 	xfer(fd, &me, &peer, 1);
 
+	last = now();
 	while (total_done < goal) {
 		struct ibv_wc wc[16];
 		int n;
@@ -414,6 +433,11 @@ static int do_send(const struct opts *o)
 		n = ibv_poll_cq(e.cq, 16, wc);
 		if (n < 0)
 			die("poll_cq");
+		if (n)
+			last = now();
+		else if (now() - last > 2 * STALL_SECONDS)
+			die("no completion for %d s after %ld of %ld", 2 * STALL_SECONDS,
+			    total_done, goal);
 		for (int k = 0; k < n; k++) {
 			if (wc[k].status != IBV_WC_SUCCESS)
 				die("send completion on qp %lu: %s", wc[k].wr_id,

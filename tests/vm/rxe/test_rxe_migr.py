@@ -2,8 +2,8 @@
 """rxe-patches + verbs-ext in three guests (label vm).
 
 - a receiver's QPs are dumped on g0 (they stop), the sender on g1 runs into
-  them and pauses (retry_cnt 3 with a 0.5 s timeout: a counted pause of
-  several seconds would fail it), the dump is restored in a new process on
+  them and pauses (retry_cnt 3 with a 2.1 s timeout: a counted pause of
+  12 s and more would fail it), the dump is restored in a new process on
   g2 with ibv_restore_object, which resumes the sender; every message
   arrives exactly once and in order: 1 QP, 16 QPs, 4 QPs on an SRQ;
 - the dumped QPN is taken on g2 first: restore fails cleanly, and succeeds
@@ -103,7 +103,9 @@ class RxeMigrTest(VmTestCase):
         try:
             text = self.wait_line(recv_log, "DUMPED", 600)
             self.assertIn("DUMPED", text, text)
-            time.sleep(3)  # the sender runs into the stopped QPs and pauses
+            # the sender runs into the stopped QPs and pauses; the pause
+            # outlasts its whole retry budget (4 x 2.1 s)
+            time.sleep(12)
             if take_first:
                 rc, qpn, err = tb.run(2, f"python3 -c \"import struct;"
                                       f"d=open('{dump}','rb').read();o=16\n"
@@ -139,7 +141,7 @@ class RxeMigrTest(VmTestCase):
         self.migrate(1, 300, 100)
 
     def test_2_migrate_16_qps(self):
-        self.migrate(16, 60, 300)
+        self.migrate(16, 40, 200)
 
     def test_3_migrate_srq(self):
         self.migrate(4, 100, 150, srq=True)

@@ -2,10 +2,12 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/vfs.h>
 #include <linux/magic.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <set>
 #include <sstream>
@@ -169,6 +171,12 @@ Cgroup Cgroup::create(const spec::Linux& linux, const std::string& id, bool syst
 
 Cgroup Cgroup::create(const std::string& cgroups_path, const std::string& id, bool systemd,
                       const spec::Resources* res) {
+  auto cg = plan(cgroups_path, id, systemd);
+  cg.make(res);
+  return cg;
+}
+
+Cgroup Cgroup::plan(const std::string& cgroups_path, const std::string& id, bool systemd) {
   Cgroup cg;
   cg.layout_ = detect_layout(kRoot);
   if (systemd) {
@@ -189,44 +197,76 @@ Cgroup Cgroup::create(const std::string& cgroups_path, const std::string& id, bo
   where.own = parse_proc_cgroup(read_file("/proc/self/cgroup"));
   where.use_v1 = cg.layout_ != Layout::V2;
   cg.dirs_ = container_dirs(where, cg.path_);
+  // What mkdir -p will make, parents first: destroy() removes exactly these
+  // (and the container's own directories).
+  for (const auto& dir : unique_dirs(cg.dirs_)) {
+    std::string cur = mount_of(where.hierarchies, dir);
+    std::istringstream parts(dir.substr(cur.size()));
+    std::string part;
+    while (std::getline(parts, part, '/')) {
+      if (part.empty()) continue;
+      cur += "/" + part;
+      if (!path_exists(cur)) cg.created_.push_back(cur);
+    }
+  }
+  return cg;
+}
 
+namespace {
+bool has_limits(const spec::Resources* res) {
+  return res && (res->memory || res->cpu || res->pids_limit || res->block_io ||
+                 !res->hugepage_limits.empty() || !res->unified.empty());
+}
+}  // namespace
+
+void Cgroup::make(const spec::Resources* res) {
+  auto hierarchies = usable_hierarchies(layout_);
   try {
-    for (const auto& dir : unique_dirs(cg.dirs_)) {
-      // mkdir -p, remembering what we made (parents first).
-      std::string mnt = mount_of(where.hierarchies, dir);
-      std::string cur = mnt;
-      std::string rest = dir.substr(mnt.size());
-      std::istringstream parts(rest);
+    for (const auto& dir : unique_dirs(dirs_)) {
+      std::string cur = mount_of(hierarchies, dir);
+      std::istringstream parts(dir.substr(cur.size()));
       std::string part;
-      bool cpuset = cg.dirs_.count("cpuset") && cg.dirs_.at("cpuset") == dir;
+      bool cpuset = dirs_.count("cpuset") && dirs_.at("cpuset") == dir;
       while (std::getline(parts, part, '/')) {
         if (part.empty()) continue;
         cur += "/" + part;
-        if (fs::make_dir(cur)) {
-          cg.created_.push_back(cur);
+        if (::mkdir(cur.c_str(), 0755) == 0) {
+          if (std::find(created_.begin(), created_.end(), cur) == created_.end())
+            created_.push_back(cur);
           if (cpuset) v1::init_cpuset_dir(cur);
+        } else if (errno != EEXIST) {
+          int err = errno;
+          // Rootless without limits: run without a cgroup, as runc does.
+          if (::geteuid() != 0 && !has_limits(res) &&
+              (err == EACCES || err == EPERM || err == EROFS)) {
+            log::debug("cgroup: " + cur + " is not writable; running without a cgroup");
+            destroy();
+            dirs_.clear();
+            created_.clear();
+            return;
+          }
+          throw_errno("cgroup: mkdir " + cur, err);
         }
       }
     }
-    if (auto it = cg.dirs_.find("unified"); it != cg.dirs_.end()) {
-      std::string mnt = mount_of(where.hierarchies, it->second);
+    if (auto it = dirs_.find("unified"); it != dirs_.end()) {
+      std::string mnt = mount_of(hierarchies, it->second);
       std::vector<std::string> wanted;
-      if (cg.layout_ == Layout::V2)
+      if (layout_ == Layout::V2)
         wanted = v2::available_controllers(mnt);
-      else if (!cg.dirs_.count("hugetlb"))
+      else if (!dirs_.count("hugetlb"))
         wanted = {"hugetlb"};  // hybrid: what v1 lacks
       v2::enable_controllers(mnt, it->second, wanted);
     }
-    if (res) cg.apply(*res);
+    if (res) apply(*res);
   } catch (...) {
     try {
-      cg.destroy();
+      destroy();
     } catch (const Error& e) {
       log::warn(std::string("cgroup: cleanup after failed create: ") + e.what());
     }
     throw;
   }
-  return cg;
 }
 
 nlohmann::json Cgroup::save() const {

@@ -66,6 +66,14 @@ class Cgroup {
                        const spec::Resources* res);
   // Same from a spec: cgroupsPath + effective_resources(linux).
   static Cgroup create(const spec::Linux& linux, const std::string& id, bool systemd);
+  // create() in two steps, so that the directories can be recorded in
+  // state.json before any exists (a `crx create` killed half way is then
+  // still cleaned up by `delete --force`): plan() only works out the
+  // directories, make() mkdirs and applies res; on error make() removes
+  // what it made. Rootless (euid != 0) without limits in res and without
+  // write access: make() leaves the cgroup empty, as runc does.
+  static Cgroup plan(const std::string& cgroups_path, const std::string& id, bool systemd);
+  void make(const spec::Resources* res);
   static Cgroup load(const nlohmann::json& saved);  // from state.json
   nlohmann::json save() const;                      // for state.json
 

@@ -99,12 +99,6 @@ std::map<std::string, uint64_t> read_flat_keyed(const std::string& dir, const st
   return out;
 }
 
-bool make_dir(const std::string& dir) {
-  if (::mkdir(dir.c_str(), 0755) == 0) return true;
-  if (errno == EEXIST) return false;
-  throw_errno("cgroup: mkdir " + dir);
-}
-
 namespace {
 
 std::vector<std::string> sub_dirs(const std::string& dir) {

@@ -20,8 +20,6 @@ uint64_t read_u64(const std::string& dir, const std::string& file);
 // "key value" lines (memory.stat, cpu.stat, memory.events, ...).
 std::map<std::string, uint64_t> read_flat_keyed(const std::string& dir, const std::string& file);
 
-// mkdir; returns false if it already existed.
-bool make_dir(const std::string& dir);
 // rmdir dir and any sub-cgroups below it, deepest first, retrying while
 // EBUSY (exiting tasks) until the deadline. Missing dirs are fine.
 void remove_dir(const std::string& dir, std::chrono::steady_clock::time_point deadline);

@@ -115,9 +115,6 @@ class CgroupHost : public ::testing::Test {
     if (!is_root()) GTEST_SKIP() << "needs root";
     layout_ = cg::detect_layout();
   }
-  void skip_unless_v1_controllers() {
-    if (layout_ == cg::Layout::V2) GTEST_SKIP() << "v1 controller test; this host is pure v2";
-  }
   cg::Layout layout_ = cg::Layout::V2;
 };
 
@@ -130,7 +127,7 @@ TEST_F(CgroupHost, DetectsTheLayoutOfThisHost) {
 }
 
 TEST_F(CgroupHost, V1LimitsAreWrittenAndReadBack) {
-  skip_unless_v1_controllers();
+  if (layout_ == cg::Layout::V2) GTEST_SKIP() << "v1 controller test; this host is pure v2";
   crx::spec::Resources res;
   res.memory.emplace();
   res.memory->limit = 64 << 20;
@@ -247,6 +244,23 @@ TEST_F(CgroupHost, SavedCgroupIsLoadedByALaterCommand) {
   EXPECT_EQ(again.dirs(), c.dirs());
   again.destroy();
   for (const auto& [ctrl, dir] : c.dirs()) EXPECT_FALSE(crx::path_exists(dir)) << dir;
+}
+
+TEST_F(CgroupHost, PlannedCgroupIsCleanedUpFromStateAlone) {
+  // crx create records plan().save() before make(); if it is killed after
+  // make(), delete --force has only the state to go by.
+  std::string top = "/" + unique_name("plan");
+  auto planned = cg::Cgroup::plan(top + "/c", "c", false);
+  for (const auto& [ctrl, dir] : planned.dirs()) EXPECT_FALSE(crx::path_exists(dir)) << dir;
+  auto saved = planned.save();
+  EXPECT_FALSE(saved["created"].empty());
+  crx::spec::Resources res;
+  res.pids_limit = 10;
+  planned.make(&res);
+  EXPECT_TRUE(crx::path_exists(planned.path_for(layout_ == cg::Layout::V2 ? "unified" : "pids")));
+  auto later = cg::Cgroup::load(saved);
+  later.destroy();
+  for (const auto& d : saved["created"]) EXPECT_FALSE(crx::path_exists(d.get<std::string>())) << d;
 }
 
 TEST_F(CgroupHost, NestedPathRemovesOnlyWhatItMade) {

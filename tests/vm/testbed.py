@@ -144,6 +144,7 @@ def recipe_hash(abi, busybox="/bin/busybox"):
     """Hash of everything the initramfs is made of."""
     h = hashlib.sha256()
     h.update(abi.encode() + b"\0" + " ".join(INITRAMFS_MODULES).encode() + b"\0")
+    h.update("\n".join(_prefetch_list()).encode())
     for fn in (_cpio_newc, module_load_order, build_initramfs):
         h.update(inspect.getsource(fn).encode())
     for path in sorted(glob.glob(os.path.join(GUEST_DIR, "*"))) + [busybox]:
@@ -153,11 +154,11 @@ def recipe_hash(abi, busybox="/bin/busybox"):
     return h.hexdigest()[:16]
 
 
-def module_load_order(modules, abi):
+def module_load_order(modules, abi, names=None):
     """insmod order (with dependencies) of INITRAMFS_MODULES, as paths."""
     root = os.path.dirname(os.path.dirname(os.path.realpath(modules)))
     order = []
-    for mod in INITRAMFS_MODULES:
+    for mod in names or INITRAMFS_MODULES:
         out = subprocess.run(["modprobe", "-d", root, "-S", abi, "--show-depends", mod],
                              check=True, capture_output=True, text=True).stdout
         for line in out.splitlines():
@@ -165,6 +166,22 @@ def module_load_order(modules, abi):
             if words and words[0] == "insmod" and words[1] not in order:
                 order.append(words[1])
     return order
+
+
+PREFETCH_BINARIES = ["/usr/bin/python3.11", "/usr/bin/dash", "/usr/bin/bash", "/usr/bin/rdma"]
+
+
+def _prefetch_list():
+    """The binaries stage 2 and the agent start, with their libraries."""
+    files = [b for b in PREFETCH_BINARIES if os.path.exists(b)]
+    out = subprocess.run(["ldd"] + files, capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        words = line.split()
+        if "=>" in words and len(words) > words.index("=>") + 1:
+            lib = words[words.index("=>") + 1]
+            if lib.startswith("/") and lib not in files:
+                files.append(lib)
+    return files
 
 
 def _cpio_newc(entries):
@@ -215,11 +232,16 @@ def build_initramfs(abi, modules):
     for name, mode in (("init", 0o100755), ("stage2", 0o100755), ("agent.py", 0o100644)):
         entries.append((name, mode, open(os.path.join(GUEST_DIR, name), "rb").read()))
     load = []
+    early = module_load_order(modules, abi, INITRAMFS_MODULES[:4])  # enough to mount /
     for path in module_load_order(modules, abi):
         base = os.path.basename(path)
         entries.append(("modules/" + base, 0o100644, open(path, "rb").read()))
         load.append(base)
+        if path == early[-1]:
+            load.append("--mount--")
     entries.append(("modules/load.order", 0o100644, ("\n".join(load) + "\n").encode()))
+    # Read ahead over 9p while the remaining modules load (host paths).
+    entries.append(("prefetch", 0o100644, ("\n".join(_prefetch_list()) + "\n").encode()))
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     tmp = dest + f".tmp{os.getpid()}"
     with open(tmp, "wb") as f:

@@ -134,9 +134,13 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   UniqueFd fifo(::open(tx.dir->fifo_path().c_str(), O_PATH | O_CLOEXEC));
   if (!fifo) throw_errno("open " + tx.dir->fifo_path());
 
-  tx.cg.emplace(cgroup::Cgroup::create(spec.linux, o.id, g.systemd_cgroup));
+  // Record where the cgroup will be before making it, so a create killed
+  // half way leaves delete --force everything it needs to clean up.
+  tx.cg.emplace(cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup));
   st.cgroup = tx.cg->save();
   tx.dir->save(st);
+  auto resources = cgroup::effective_resources(spec.linux);
+  tx.cg->make(&resources);
 
   int ns_flags = linux_ns::new_namespace_flags(spec.linux);
   auto [parent_end, child_end] = SyncChannel::make_pair();

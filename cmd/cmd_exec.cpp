@@ -86,6 +86,7 @@ void register_exec(Cli& cli) {
   sub->add_option("--cgroup", a->cgroup, "accepted for runc compatibility (the container's cgroup is used)");
   sub->add_option("id", a->id, "container id")->required();
   sub->prefix_command();
+  sub->fallthrough(false);  // the command's args are not crx's positionals
   sub->callback([&cli, sub, a] { cli.action = [&cli, sub, a] { return run_exec(cli, sub, *a); }; });
 }
 

@@ -46,6 +46,7 @@ void register_ps(Cli& cli) {
   sub->add_option("-f,--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   sub->add_option("id", a->id, "container id")->required();
   sub->prefix_command();
+  sub->fallthrough(false);  // the command's args are not crx's positionals
   sub->callback([&cli, sub, a] {
     cli.action = [&cli, sub, a] {
       auto pids = container::container_pids(cli.global, a->id);

@@ -87,6 +87,17 @@ class SeqTest(VmTestCase):
         args = "--qps 16 --count 100 --size 256 --window 8"
         self.assert_clean(self.pair(args + " --srq", args, 18602), 16, 100, 256)
 
+    def test_duration_and_rate(self):
+        # --duration ends the run by time; the FIN message tells the receiver
+        # the total, which must match what the sender completed.
+        args = "--qps 2 --size 128"
+        (src, s, ctx), (rrc, r, _) = self.pair(args, args + " --duration 4 --rate 100", 18606)
+        self.assertEqual((src, rrc), (0, 0), ctx)
+        self.assertGreater(r["messages"], 0, ctx)
+        self.assertEqual(r["messages"], s["messages"], ctx)
+        for key in ("out_of_order", "duplicates", "missing", "unexpected", "errors"):
+            self.assertEqual(r[key], 0, f"{key}{ctx}")
+
     def test_checker_fails_on_duplicate(self):
         args = "--qps 2 --count 50"
         (src, s, ctx), (rrc, r, _) = self.pair(args, args + " --inject-dup 17", 18603)

@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-std::string quoted(const std::string& s) {
+std::string shell_quoted(const std::string& s) {
   std::string out = "'";
   for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return out + "'";
@@ -27,9 +27,9 @@ std::string quoted(const std::string& s) {
 // never end. stdout goes to /dev/null, stderr comes back in err.
 Result run_crx_detached(const std::vector<std::string>& args) {
   std::string err_file = temp_dir("detached") + "/err";
-  std::string cmd = quoted(CRX_BINARY) + " --root " + quoted(state_root());
-  for (const auto& a : args) cmd += " " + quoted(a);
-  Result r = run_sh(cmd + " </dev/null >/dev/null 2>" + quoted(err_file));
+  std::string cmd = shell_quoted(CRX_BINARY) + " --root " + shell_quoted(state_root());
+  for (const auto& a : args) cmd += " " + shell_quoted(a);
+  Result r = run_sh(cmd + " </dev/null >/dev/null 2>" + shell_quoted(err_file));
   r.err = read_text(err_file);
   std::filesystem::remove_all(std::filesystem::path(err_file).parent_path());
   return r;

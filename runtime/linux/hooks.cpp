@@ -83,6 +83,8 @@ void run_hook(const spec::Hook& hook, const std::string& state_json, const std::
                                                      : hook.args;
   std::vector<std::string> env = hook.env;
   std::vector<char*> argv = c_strings(args), envp = c_strings(env);
+  // Like runc (Go's exec with a nil Env): a hook without env inherits crx's.
+  char** hook_env = hook.env.empty() ? environ : envp.data();
   int exec_pipe[2];  // carries errno of a failed execve
   if (::pipe2(exec_pipe, O_CLOEXEC) < 0) throw_errno(who + ": pipe");
   UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
@@ -99,7 +101,7 @@ void run_hook(const spec::Hook& hook, const std::string& state_json, const std::
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::signal(SIGPIPE, SIG_DFL);
-    ::execve(hook.path.c_str(), argv.data(), envp.data());
+    ::execve(hook.path.c_str(), argv.data(), hook_env);
     int e = errno;
     (void)!::write(exec_w.get(), &e, sizeof e);
     ::_exit(127);

@@ -1,5 +1,6 @@
 // OCI hooks (prestart, createRuntime, createContainer, startContainer,
-// poststart, poststop). Each hook is fork+execve(path, args, env) with the
+// poststart, poststop). Each hook is fork+execve(path, args, env) (no env:
+// crx's own environment, as runc's Go exec does; no args: argv = {path}) with the
 // container's OCI state JSON on stdin (a sealed memfd, so a hook that never
 // reads stdin cannot block crx), stdout discarded and stderr captured for
 // the error message. Hooks run one after another; the first failure stops

@@ -7,6 +7,9 @@
 // sysctls, hooks, console and preserved fds are separate calls (see their
 // headers). chdir(process.cwd) is the caller's: do it before this call
 // (the new user may not be allowed to reach the directory afterwards).
+// oomScoreAdj: inside a new user namespace the child may raise but not lower
+// it; write it first from the parent with write_oom_score_adj(score, pid)
+// (rlimits.hpp); the child's own write of the same value then succeeds.
 #pragma once
 #include "common/unique_fd.hpp"
 #include "linux/seccomp.hpp"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -50,6 +51,18 @@ TEST_F(Hooks, StateArrivesOnStdinAndEnvIsExactlyTheHooks) {
   h.env.push_back("FOO=bar");
   crx::linux_::run_hooks({h}, state, "createRuntime");
   EXPECT_EQ(out(), state + "|bar||\n");
+}
+
+TEST_F(Hooks, WithoutEnvTheHookInheritsCrxsEnvironment) {
+  crx::spec::Hook h;
+  h.path = "/bin/sh";
+  h.args = {"sh", "-c", "echo \"$CRX_HOOK_TEST\" > \"$CRX_HOOK_OUT\""};
+  ::setenv("CRX_HOOK_TEST", "inherited", 1);
+  ::setenv("CRX_HOOK_OUT", (dir_ + "/out").c_str(), 1);
+  crx::linux_::run_hooks({h}, "{}", "poststart");
+  ::unsetenv("CRX_HOOK_TEST");
+  ::unsetenv("CRX_HOOK_OUT");
+  EXPECT_EQ(out(), "inherited\n");
 }
 
 TEST_F(Hooks, ArgsArePassedWithArgv0AsGiven) {

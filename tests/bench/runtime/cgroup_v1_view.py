@@ -39,6 +39,9 @@ def enter():
     if libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS)")
     subprocess.run(["mount", "--make-rprivate", "/"], check=True)
+    # Unmount the host's cgroup mounts here instead of covering them, so
+    # /proc/self/mountinfo (which runtimes read) no longer lists cgroup2.
+    subprocess.run(["umount", "-R", "-l", "/sys/fs/cgroup"], check=True)
     subprocess.run(["mount", "-t", "tmpfs", "-o", "mode=755", "cgroup-v1-view",
                     "/sys/fs/cgroup"], check=True)
     for name, options in hierarchies:

@@ -18,16 +18,29 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
       "parent-path", "page-server", "lazy-pages", "status-fd", "manage-cgroups-mode", "empty-ns",
       "auto-dedup", "process", "tty", "cwd", "env", "user", "cap", "no-new-privs", "apparmor",
       "process-label", "additional-gids", "stats", "interval", "resources", "to", "listen"};
-  std::vector<std::string> out;
-  bool done = false;
-  for (int i = argc - 1; i >= 1; --i) out.insert(out.begin(), argv[i]);
-  for (auto& a : out) {
-    if (done) break;
-    if (a == "--") done = true;
-    if (a.size() > 2 && a[0] == '-' && a[1] != '-') {
-      std::string name = a.substr(1, a.find('=') == std::string::npos ? std::string::npos : a.find('=') - 1);
-      if (kLong.count(name)) a = "-" + a;
+  // Flags that take a separate value: the next argument is not positional.
+  static const std::set<std::string> kWithValue = {
+      "root", "log", "log-format", "criu", "bundle", "b", "pid-file", "console-socket", "preserve-fds",
+      "format", "f", "image-path", "work-path", "parent-path", "page-server", "status-fd",
+      "manage-cgroups-mode", "empty-ns", "process", "p", "cwd", "env", "e", "user", "u", "cap", "c",
+      "apparmor", "process-label", "additional-gids", "g", "interval", "resources", "r", "to", "listen"};
+  std::vector<std::string> out(argv + 1, argv + argc);
+  // Rewrite up to the container id: what follows it (exec's command, ps
+  // options, a signal) belongs to someone else.
+  bool seen_subcommand = false;
+  for (size_t i = 0; i < out.size(); ++i) {
+    std::string& a = out[i];
+    if (a == "--") break;
+    if (a.size() < 2 || a[0] != '-') {
+      if (seen_subcommand) break;  // the container id
+      seen_subcommand = true;
+      continue;
     }
+    std::string name = a.substr(a[1] == '-' ? 2 : 1);
+    bool has_value = name.find('=') != std::string::npos;
+    name = name.substr(0, name.find('='));
+    if (a[1] != '-' && name.size() > 1 && kLong.count(name)) a = "-" + a;
+    if (!has_value && kWithValue.count(name)) ++i;
   }
   return out;
 }

@@ -24,6 +24,7 @@
 #include "linux/fds.hpp"
 #include "linux/sysctl.hpp"
 #include "linux/namespaces.hpp"
+#include "linux/rlimits.hpp"
 #include "linux/seccomp.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
@@ -131,6 +132,8 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   tx.dir->save(st);  // lets delete --force clean up a create killed half way
 
   if (::mkfifo(tx.dir->fifo_path().c_str(), 0622) != 0) throw_errno("mkfifo " + tx.dir->fifo_path());
+  // 0622 despite the umask: an init in a user namespace opens it as "other"
+  if (::chmod(tx.dir->fifo_path().c_str(), 0622) != 0) throw_errno("chmod " + tx.dir->fifo_path());
   UniqueFd fifo(::open(tx.dir->fifo_path().c_str(), O_PATH | O_CLOEXEC));
   if (!fifo) throw_errno("open " + tx.dir->fifo_path());
 
@@ -143,6 +146,12 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   tx.cg->make(&resources);
 
   int ns_flags = linux_ns::new_namespace_flags(spec.linux);
+  if (ns_flags & CLONE_NEWTIME) {
+    // Offsets can only be set before a process lives in the namespace:
+    // make it ours "for children", set them, and let the clone land in it.
+    linux_ns::enter_new_time_namespace_for_children(spec.linux);
+    ns_flags &= ~CLONE_NEWTIME;
+  }
   auto [parent_end, child_end] = SyncChannel::make_pair();
 
   InitContext ctx;
@@ -155,6 +164,9 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   ctx.no_pivot = o.no_pivot;
   ctx.new_userns = (ns_flags & CLONE_NEWUSER) != 0;
   ctx.new_cgroupns = (ns_flags & CLONE_NEWCGROUP) != 0;
+  // The init unshares its cgroup namespace itself once it is in its cgroup,
+  // so the namespace's root is the container's cgroup.
+  ns_flags &= ~CLONE_NEWCGROUP;
   ctx.preserve_fds = passed_fds;
   ctx.seccomp = &filter;
 
@@ -171,6 +183,8 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   tx.init = tx.child;
 
   if (ctx.new_userns) linux_ns::write_id_maps(tx.child, spec.linux);
+  // from here: a child in a new user namespace could raise but not lower it
+  if (spec.process.oom_score_adj) linux_::write_oom_score_adj(*spec.process.oom_score_adj, tx.child);
   tx.cg->add_process(tx.child);
   parent_end.send(SyncType::Continue);
 
@@ -198,8 +212,6 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
     throw Error("container setup: unexpected message from init");
   }
 
-  if (spec.process.oom_score_adj)
-    write_file("/proc/" + std::to_string(tx.init) + "/oom_score_adj", std::to_string(*spec.process.oom_score_adj));
   st.pid = tx.init;
   st.pid_start_time = state::process_start_time(tx.init);
   tx.dir->save(st);

@@ -1,6 +1,7 @@
 #include "container/init.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -83,6 +84,7 @@ void run_init(const InitContext& ctx, SyncChannel& sync) {
   if (ctx.new_userns) become_root_in_userns();
   linux_ns::join_namespaces(spec.linux);
   if (linux_ns::joins_pid_namespace(spec.linux)) fork_into_pid_namespace(sync);
+  if (ctx.new_cgroupns && ::unshare(CLONE_NEWCGROUP) != 0) throw_errno("unshare cgroup namespace");
   if (::setsid() < 0 && errno != EPERM) throw_errno("setsid");
   if (::prctl(PR_SET_PDEATHSIG, 0) != 0) throw_errno("prctl PDEATHSIG");
 
@@ -96,8 +98,9 @@ void run_init(const InitContext& ctx, SyncChannel& sync) {
 
   rootfs::enter_rootfs(ro);
   if (spec.process.terminal) attach_console(ctx.console_fd, spec.process);
-  rootfs::finish_rootfs(spec);
+  // before finish_rootfs: /proc/sys is usually made read-only there
   linux_::apply_sysctls(spec.linux.sysctl);
+  rootfs::finish_rootfs(spec);
 
   std::string exe = find_executable(spec.process.args.at(0), spec.process.env);
   if (::chdir(spec.process.cwd.c_str()) != 0)
@@ -126,13 +129,19 @@ void container_init(const InitContext& ctx) {
   try {
     run_init(ctx, sync);
   } catch (const std::exception& e) {
+    bool reported = false;
     try {
-      if (sync.fd() >= 0) sync.send(SyncType::Error, 0, e.what());
+      if (sync.fd() >= 0) {
+        sync.send(SyncType::Error, 0, e.what());
+        reported = true;
+      }
     } catch (...) {
     }
-    // after Created the parent is gone: say it on stderr as runc does
-    std::string line = std::string("crx init: ") + e.what() + "\n";
-    (void)!::write(2, line.data(), line.size());
+    // after Created nobody listens on the channel: say it on stderr as runc does
+    if (!reported) {
+      std::string line = std::string("crx init: ") + e.what() + "\n";
+      (void)!::write(2, line.data(), line.size());
+    }
   }
   ::_exit(127);
 }

@@ -39,6 +39,14 @@ void join_namespaces(const spec::Linux& linux) {
   }
 }
 
+void enter_new_time_namespace_for_children(const spec::Linux& linux) {
+  if (::unshare(CLONE_NEWTIME) != 0) throw_errno("unshare time namespace");
+  for (const auto& [clock, offset] : linux.time_offsets) {
+    std::string line = clock + " " + std::to_string(offset.first) + " " + std::to_string(offset.second);
+    write_file("/proc/self/timens_offsets", line);
+  }
+}
+
 namespace {
 
 std::string format_map(const std::vector<spec::IdMapping>& maps) {

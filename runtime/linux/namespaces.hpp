@@ -19,6 +19,10 @@ bool joins_pid_namespace(const spec::Linux& linux);
 // changes), then setns() into them: user first, mount last.
 void join_namespaces(const spec::Linux& linux);
 
+// unshare(CLONE_NEWTIME) in the caller (it affects only children created
+// afterwards) and writes linux.timeOffsets to /proc/self/timens_offsets.
+void enter_new_time_namespace_for_children(const spec::Linux& linux);
+
 // Parent side, for a child in a new user namespace: writes uid_map, gid_map
 // (and "deny" to setgroups when the caller is not root on the host).
 void write_id_maps(pid_t child, const spec::Linux& linux);

@@ -80,7 +80,7 @@ TEST(BadInput, MissingExecutableFailsAtCreate) {
 
 TEST(BadInput, InvalidIds) {
   Bundle b;
-  for (std::string id : {"", "a/b", "..", "bad id", std::string(300, 'x'), std::string("nul\x01")}) {
+  for (const std::string& id : std::vector<std::string>{"", "a/b", "..", "bad id", std::string(300, 'x'), "nul\x01"}) {
     auto r = run_crx({"run", "--bundle", b.dir(), id});
     EXPECT_NE(r.status, 0) << "id '" << id << "'";
     EXPECT_NE(r.err.find("container id"), std::string::npos) << r.err;

@@ -55,20 +55,22 @@ TEST(Cgroups, MemoryPidsCpuLimitsAndRemovalOnDelete) {
 
 TEST(Cgroups, DevicesAreDeniedUnlessAllowed) {
   CRX_REQUIRE_ROOT();
-  Bundle b({"sh", "-c", "head -c1 /dev/mydev >/dev/null 2>&1 && echo readable || echo denied"});
-  b.config()["linux"]["devices"] = json::array({{{"path", "/dev/mydev"}, {"type", "c"}, {"major", 1}, {"minor", 8}}});
+  // 10:200 is /dev/net/tun: not among the devices every container may use,
+  // and opening it needs no capability
+  Bundle b({"sh", "-c", "(exec 3</dev/mydev) 2>/dev/null && echo readable || echo denied"});
+  b.config()["linux"]["devices"] = json::array({{{"path", "/dev/mydev"}, {"type", "c"}, {"major", 10}, {"minor", 200}}});
   // listed devices are allowed: readable
   b.write();
   auto id = unique_id();
   auto r = run_crx({"run", "--bundle", b.dir(), id});
   EXPECT_EQ(r.out, "readable\n") << r.err;
   // the same node under another name, not listed as a device: mknod it in a tmpfs
-  Bundle d({"sh", "-c", "mknod /mnt/rnd c 1 8 && head -c1 /mnt/rnd >/dev/null 2>&1 && echo readable || echo denied"});
+  Bundle d({"sh", "-c", "mknod /mnt/tun c 10 200 && (exec 3</mnt/tun) 2>/dev/null && echo readable || echo denied"});
   d.config()["mounts"].push_back({{"destination", "/mnt"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"mode=755"}}});
   d.config()["process"]["capabilities"]["bounding"].push_back("CAP_MKNOD");
   d.config()["process"]["capabilities"]["effective"].push_back("CAP_MKNOD");
   d.config()["process"]["capabilities"]["permitted"].push_back("CAP_MKNOD");
-  d.config()["linux"]["resources"]["devices"] = json::array({{{"allow", false}, {"access", "rwm"}}, {{"allow", true}, {"type", "c"}, {"major", 1}, {"minor", 8}, {"access", "m"}}});
+  d.config()["linux"]["resources"]["devices"] = json::array({{{"allow", false}, {"access", "rwm"}}, {{"allow", true}, {"type", "c"}, {"major", 10}, {"minor", 200}, {"access", "m"}}});
   d.write();
   auto id2 = unique_id();
   r = run_crx({"run", "--bundle", d.dir(), id2});

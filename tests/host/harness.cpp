@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,26 +36,27 @@ Result run_argv(const std::vector<std::string>& argv, const std::string& stdin_d
   ::close(err[1]);
   (void)!::write(in[1], stdin_data.data(), stdin_data.size());
   ::close(in[1]);
+  // Read until crx exits, then drain what is buffered: a detached container
+  // inherits crx's stdout/stderr and may keep the pipes open for ever.
   Result r;
-  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
-  int open_count = 2;
-  while (open_count > 0) {
-    ::poll(fds, 2, -1);
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i].fd < 0 || !fds[i].revents) continue;
-      char buf[4096];
-      ssize_t n = ::read(fds[i].fd, buf, sizeof buf);
-      if (n <= 0) {
-        ::close(fds[i].fd);
-        fds[i].fd = -1;
-        --open_count;
-        continue;
-      }
-      (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
-    }
-  }
+  ::fcntl(out[0], F_SETFL, O_NONBLOCK);
+  ::fcntl(err[0], F_SETFL, O_NONBLOCK);
+  auto drain = [&](int fd, std::string& into) {
+    char buf[4096];
+    for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) into.append(buf, static_cast<size_t>(n));
+  };
   int status = 0;
-  ::waitpid(pid, &status, 0);
+  for (;;) {
+    pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+    ::poll(fds, 2, 20);
+    drain(out[0], r.out);
+    drain(err[0], r.err);
+    if (::waitpid(pid, &status, WNOHANG) == pid) break;
+  }
+  drain(out[0], r.out);
+  drain(err[0], r.err);
+  ::close(out[0]);
+  ::close(err[0]);
   r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
 }
@@ -79,6 +81,7 @@ std::string temp_dir(const std::string& stem) {
 const std::string& busybox_rootfs() {
   static const std::string dir = [] {
     std::string d = temp_dir("rootfs");
+    ::chmod(d.c_str(), 0755);  // reachable by a container root mapped to another uid
     auto r = run_sh(std::string(CRX_SOURCE_DIR) + "/bundles/busybox/make-rootfs.sh " + d);
     if (r.status != 0) {
       std::fprintf(stderr, "make-rootfs failed: %s\n", r.err.c_str());
@@ -154,6 +157,13 @@ void expect_nothing_left(const std::string& id) {
   EXPECT_FALSE(std::filesystem::exists(state_root() + "/" + id)) << "state dir left for " << id;
   EXPECT_TRUE(cgroup_dirs_named(id).empty()) << "cgroup left for " << id;
   EXPECT_EQ(read_text("/proc/self/mountinfo").find(id), std::string::npos) << "mount left for " << id;
+}
+
+bool process_gone(pid_t pid) {
+  std::string stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  if (stat.empty()) return true;
+  auto close = stat.rfind(')');
+  return close != std::string::npos && close + 2 < stat.size() && (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
 }
 
 void force_delete(const std::string& id) { run_crx({"delete", "--force", id}); }

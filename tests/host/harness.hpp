@@ -54,6 +54,8 @@ std::vector<std::string> cgroup_dirs_named(const std::string& id);
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
 std::string temp_dir(const std::string& stem);
+// True when pid no longer runs (gone, or a zombie not yet reaped).
+bool process_gone(pid_t pid);
 
 // Skips the test unless running as root.
 #define CRX_REQUIRE_ROOT()                                   \

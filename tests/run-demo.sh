@@ -11,7 +11,6 @@ bundle="$top/bundles/busybox"
 [ -x "$bundle/rootfs/bin/busybox" ] || "$bundle/make-rootfs.sh"
 echo "== crx run: a busybox container"
 "$build/crx" --root /run/crx run --bundle "$bundle" "demo-$$"
-if [ -x "$top/tests/vm/migrate-demo.sh" ]; then
-  echo "== crx migrate: a counting container from guest g0 to guest g1"
-  "$top/tests/vm/migrate-demo.sh" "$build/crx"
-fi
+echo "== crx migrate: a counting container from guest g0 to guest g1"
+ninja -C "$build"
+/usr/bin/python3 "$top/tests/vm/migrate_demo.py" "$build"

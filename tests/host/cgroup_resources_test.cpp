@@ -10,21 +10,7 @@ namespace {
 
 using nlohmann::json;
 
-int init_pid(const std::string& id) { return json::parse(run_crx({"state", id}).out)["pid"]; }
 
-// The container's cgroup file for a v1 controller or the v2 dir.
-std::string cgroup_file(int pid, const std::string& controller, const std::string& file) {
-  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/cgroup"));
-  for (std::string line; std::getline(in, line);) {
-    auto a = line.find(':'), b = line.find(':', a + 1);
-    std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (("," + ctrls + ",").find("," + controller + ",") != std::string::npos)
-      return "/sys/fs/cgroup/" + ctrls + path + "/" + file;
-    if (ctrls.empty() && std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"))
-      return "/sys/fs/cgroup" + path + "/" + file;
-  }
-  return "";
-}
 
 TEST(Cgroups, MemoryPidsCpuLimitsAndRemovalOnDelete) {
   CRX_REQUIRE_ROOT();

@@ -17,43 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// run_crx for commands that leave a process behind (run -d, exec -d): that
-// process must not inherit the harness' output pipes, or reading them would
-// never end. stdout goes to /dev/null, stderr comes back in err.
-Result run_crx_detached(const std::vector<std::string>& args) {
-  std::string err_file = temp_dir("detached") + "/err";
-  std::string cmd = shell_quoted(CRX_BINARY) + " --root " + shell_quoted(state_root());
-  for (const auto& a : args) cmd += " " + shell_quoted(a);
-  Result r = run_sh(cmd + " </dev/null >/dev/null 2>" + shell_quoted(err_file));
-  r.err = read_text(err_file);
-  std::filesystem::remove_all(std::filesystem::path(err_file).parent_path());
-  return r;
-}
-
-int init_pid(const std::string& id) { return json::parse(run_crx({"state", id}).out)["pid"]; }
-
-// A running `sleep` container, force-deleted at the end of the test.
-struct Running {
-  Bundle bundle{{"sleep", "1000"}};
-  std::string id = unique_id();
-  explicit Running(const std::function<void(json&)>& edit = {}) {
-    if (edit) edit(bundle.config());
-    bundle.write();
-    auto r = run_crx_detached({"run", "-d", "--bundle", bundle.dir(), id});
-    EXPECT_EQ(r.status, 0) << r.err;
-  }
-  ~Running() {
-    force_delete(id);
-    expect_nothing_left(id);
-  }
-};
-
 std::string link_of(const std::string& path) {
   std::error_code ec;
   return std::filesystem::read_symlink(path, ec).string();
@@ -159,7 +122,7 @@ TEST(Exec, ProcessFileAsContainerdSendsIt) {
 
 TEST(Exec, SeccompOfTheContainerApplies) {
   CRX_REQUIRE_ROOT();
-  Running c([](json& cfg) {
+  Running c({"sleep", "1000"}, [](json& cfg) {
     cfg["linux"]["seccomp"] = {{"defaultAction", "SCMP_ACT_ALLOW"},
                                {"syscalls", {{{"names", {"mkdir", "mkdirat"}}, {"action", "SCMP_ACT_ERRNO"}}}}};
   });
@@ -172,36 +135,16 @@ TEST(Exec, TtyThroughTheConsoleSocket) {
   Running c;
   auto dir = temp_dir("exec-console");
   std::string sock_path = dir + "/console.sock";
-  int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock_path.c_str());
-  ASSERT_EQ(::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(listener, 1), 0);
+  ConsoleSocket console(sock_path);
   auto r = run_crx({"exec", "--tty", "--detach", "--console-socket", sock_path, c.id, "sh", "-c",
                     "tty; echo on-the-pty"});
   ASSERT_EQ(r.status, 0) << r.err;
-  int conn = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
-  ASSERT_GE(conn, 0);
-  char name[256] = {};
-  char cbuf[CMSG_SPACE(sizeof(int))];
-  iovec iov{name, sizeof name - 1};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = cbuf;
-  msg.msg_controllen = sizeof cbuf;
-  ASSERT_GT(::recvmsg(conn, &msg, 0), 0);
-  int master = -1;
-  std::memcpy(&master, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof master);
-  std::string seen;
-  char buf[256];
-  for (ssize_t n; (n = ::read(master, buf, sizeof buf)) > 0;) seen.append(buf, static_cast<size_t>(n));
+  int master = console.receive_master(nullptr);
+  ASSERT_GE(master, 0);
+  std::string seen = read_all(master);
   EXPECT_NE(seen.find("on-the-pty"), std::string::npos) << seen;
   EXPECT_NE(seen.find("/dev/pts/"), std::string::npos) << seen;
   ::close(master);
-  ::close(conn);
-  ::close(listener);
   std::filesystem::remove_all(dir);
 }
 

@@ -2,11 +2,14 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -167,5 +170,86 @@ bool process_gone(pid_t pid) {
 }
 
 void force_delete(const std::string& id) { run_crx({"delete", "--force", id}); }
+
+std::string shell_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+Result run_crx_detached(const std::vector<std::string>& args) {
+  std::string err_file = temp_dir("detached") + "/err";
+  std::string cmd = shell_quoted(CRX_BINARY) + " --root " + shell_quoted(state_root());
+  for (const auto& a : args) cmd += " " + shell_quoted(a);
+  Result r = run_sh(cmd + " </dev/null >/dev/null 2>" + shell_quoted(err_file));
+  r.err = read_text(err_file);
+  std::filesystem::remove_all(std::filesystem::path(err_file).parent_path());
+  return r;
+}
+
+std::string cgroup_file(int pid, const std::string& controller, const std::string& file) {
+  bool v2 = std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers");
+  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/cgroup"));
+  for (std::string line; std::getline(in, line);) {
+    auto a = line.find(':'), b = line.find(':', a + 1);
+    std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
+    if (!controller.empty() && ("," + ctrls + ",").find("," + controller + ",") != std::string::npos)
+      return "/sys/fs/cgroup/" + ctrls + path + "/" + file;
+    if (controller.empty() && ctrls.empty() && v2) return "/sys/fs/cgroup" + path + "/" + file;
+  }
+  return "";
+}
+
+int init_pid(const std::string& id) { return nlohmann::json::parse(run_crx({"state", id}).out)["pid"]; }
+
+Running::Running(std::vector<std::string> args, const std::function<void(nlohmann::json&)>& edit)
+    : bundle(std::move(args)) {
+  if (edit) edit(bundle.config());
+  bundle.write();
+  auto r = run_crx_detached({"run", "-d", "--bundle", bundle.dir(), id});
+  EXPECT_EQ(r.status, 0) << r.err;
+}
+
+Running::~Running() {
+  force_delete(id);
+  expect_nothing_left(id);
+}
+
+ConsoleSocket::ConsoleSocket(const std::string& path) {
+  listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  EXPECT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  EXPECT_EQ(::listen(listener_, 1), 0);
+}
+
+ConsoleSocket::~ConsoleSocket() { ::close(listener_); }
+
+int ConsoleSocket::receive_master(std::string* name) {
+  int conn = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+  if (conn < 0) return -1;
+  char payload[256] = {};
+  char cbuf[CMSG_SPACE(sizeof(int))];
+  iovec iov{payload, sizeof payload - 1};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = cbuf;
+  msg.msg_controllen = sizeof cbuf;
+  int master = -1;
+  if (::recvmsg(conn, &msg, 0) > 0 && CMSG_FIRSTHDR(&msg))
+    std::memcpy(&master, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof master);
+  ::close(conn);
+  if (name) *name = payload;
+  return master;
+}
+
+std::string read_all(int fd) {
+  std::string seen;
+  char buf[256];
+  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;) seen.append(buf, static_cast<size_t>(n));
+  return seen;
+}
 
 }  // namespace crx::test

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <sys/types.h>
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -56,6 +57,41 @@ void write_text(const std::string& path, const std::string& text);
 std::string temp_dir(const std::string& stem);
 // True when pid no longer runs (gone, or a zombie not yet reaped).
 bool process_gone(pid_t pid);
+
+// `crx ... args` with stdout on /dev/null and stdin closed, for commands that
+// leave a process behind (run -d, exec -d); stderr comes back in err.
+Result run_crx_detached(const std::vector<std::string>& args);
+std::string shell_quoted(const std::string& s);
+// The file of a container process' cgroup: v1 controller dir, or the v2
+// dir when controller is "" on a pure cgroup v2 host.
+std::string cgroup_file(int pid, const std::string& controller, const std::string& file);
+// The container's init pid from `crx state`.
+int init_pid(const std::string& id);
+
+// A detached running container (default: sleep 1000), force-deleted and
+// checked for leftovers at the end of the test.
+struct Running {
+  Bundle bundle;
+  std::string id = unique_id();
+  explicit Running(std::vector<std::string> args = {"sleep", "1000"},
+                   const std::function<void(nlohmann::json&)>& edit = {});
+  ~Running();
+};
+
+// A unix socket listening like containerd's console socket.
+class ConsoleSocket {
+ public:
+  explicit ConsoleSocket(const std::string& path);
+  ~ConsoleSocket();
+  // Accepts one connection and returns the pty master sent over it
+  // (-1 on failure); *name gets the message payload (the pty's name).
+  int receive_master(std::string* name);
+
+ private:
+  int listener_ = -1;
+};
+// Reads the pty master until EOF (the slave side closed).
+std::string read_all(int fd);
 
 // Skips the test unless running as root.
 #define CRX_REQUIRE_ROOT()                                   \

@@ -16,58 +16,9 @@ namespace {
 
 using nlohmann::json;
 
-std::string shell_quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-// run_crx for commands that leave a process behind (run -d, exec -d): that
-// process must not inherit the harness' output pipes, or reading them would
-// never end. stdout goes to /dev/null, stderr comes back in err.
-Result run_crx_detached(const std::vector<std::string>& args) {
-  std::string err_file = temp_dir("detached") + "/err";
-  std::string cmd = shell_quoted(CRX_BINARY) + " --root " + shell_quoted(state_root());
-  for (const auto& a : args) cmd += " " + shell_quoted(a);
-  Result r = run_sh(cmd + " </dev/null >/dev/null 2>" + shell_quoted(err_file));
-  r.err = read_text(err_file);
-  std::filesystem::remove_all(std::filesystem::path(err_file).parent_path());
-  return r;
-}
-
-int init_pid(const std::string& id) { return json::parse(run_crx({"state", id}).out)["pid"]; }
 std::string status_of(const std::string& id) { return json::parse(run_crx({"state", id}).out)["status"]; }
 bool cgroup_v2() { return std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"); }
 
-// The container's cgroup file for a v1 controller ("" on v2).
-std::string cgroup_file(int pid, const std::string& controller, const std::string& file) {
-  std::istringstream in(read_text("/proc/" + std::to_string(pid) + "/cgroup"));
-  for (std::string line; std::getline(in, line);) {
-    auto a = line.find(':'), b = line.find(':', a + 1);
-    std::string ctrls = line.substr(a + 1, b - a - 1), path = line.substr(b + 1);
-    if (!controller.empty() && ("," + ctrls + ",").find("," + controller + ",") != std::string::npos)
-      return "/sys/fs/cgroup/" + ctrls + path + "/" + file;
-    if (controller.empty() && ctrls.empty() && cgroup_v2()) return "/sys/fs/cgroup" + path + "/" + file;
-  }
-  return "";
-}
-
-struct Running {
-  Bundle bundle;
-  std::string id = unique_id();
-  explicit Running(std::vector<std::string> args = {"sleep", "1000"},
-                   const std::function<void(json&)>& edit = {})
-      : bundle(std::move(args)) {
-    if (edit) edit(bundle.config());
-    bundle.write();
-    auto r = run_crx_detached({"run", "-d", "--bundle", bundle.dir(), id});
-    EXPECT_EQ(r.status, 0) << r.err;
-  }
-  ~Running() {
-    force_delete(id);
-    expect_nothing_left(id);
-  }
-};
 
 TEST(Ps, JsonListsHostPidsAndTableFiltersPs) {
   CRX_REQUIRE_ROOT();

@@ -10,7 +10,7 @@ from vmtest import VmTestCase, main
 
 class HostSuiteInGuest(VmTestCase):
     def test_host_suite_passes_on_pure_cgroup_v2(self):
-        binary = os.path.join(os.environ["CRX_BUILD_DIR"], "crx_host_tests")
+        binary = os.path.join(os.environ["CRX_BUILD_DIR"], "tests", "host", "crx_host_tests")
         self.assertTrue(os.access(binary, os.X_OK), f"{binary} is not built")
         tb = self.boot(1, rxe=False, cache="none")
         self.assertIn("cgroup2", self.sh(tb, 0, "stat -f -c %T /sys/fs/cgroup"))

@@ -187,6 +187,56 @@ class MigrateTest(Base):
         c = self.counts(tb)
         self.assert_counts_continuously(self.wait_for_count(tb, c[-1] + 2))
 
+    def migrate_in_background(self, tb):
+        return tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key --pre-copy 3")
+
+    def wait_for_receiver_phase(self, tb, rh_log, phase, timeout=300):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if tb.run(1, f"grep -q '{phase}' {rh_log}")[0] == 0:
+                return
+            time.sleep(0.3)
+        self.fail(f"receiver never reached {phase}")
+
+    def assert_one_copy_on_the_source(self, tb):
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.assertIsNone(self.state(tb, 1)[0])
+        c = self.counts(tb)
+        self.assert_counts_continuously(self.wait_for_count(tb, c[-1] + 2))
+
+    def test_receiver_killed_mid_transfer_leaves_the_source_running(self):
+        tb = self.two_guests()
+        self.run_counter(tb)
+        log = "/tmp/receiver.log"
+        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                         f"--image-dir /run/crx-migrate > {log} 2>&1")
+        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
+            time.sleep(0.3)
+        mh = self.migrate_in_background(tb)
+        self.wait_for_receiver_phase(tb, log, "pre-copy 1")
+        self.sh(tb, 1, "pkill -9 -f 'crx [r]eceive'; pkill -9 -f 'criu [p]age-server' || true")
+        tb.wait(rh, timeout=60)
+        rc, out, err = tb.wait(mh, timeout=600)
+        self.assertNotEqual(rc, 0, "migrate must fail when the receiver dies")
+        self.assert_one_copy_on_the_source(tb)
+
+    def test_interrupted_sender_leaves_the_source_running(self):
+        tb = self.two_guests()
+        self.run_counter(tb)
+        log = "/tmp/receiver.log"
+        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                         f"--image-dir /run/crx-migrate > {log} 2>&1")
+        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
+            time.sleep(0.3)
+        mh = self.migrate_in_background(tb)
+        self.wait_for_receiver_phase(tb, log, "pre-copy 1")
+        self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")  # Ctrl-C
+        rc, out, err = tb.wait(mh, timeout=600)
+        tb.wait(rh, timeout=300)
+        self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
+        self.assert_one_copy_on_the_source(tb)
+        self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
+
     def test_unknown_container_and_no_receiver(self):
         tb = self.two_guests()
         rc, out, err = tb.run(0, f"{CRX} migrate nope --to {tb.ip(1)}:{PORT} --key /tmp/key")

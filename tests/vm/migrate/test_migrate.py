@@ -147,6 +147,11 @@ class MigrateTest(Base):
         report = json.loads(out.strip().splitlines()[-1])
         self.assertEqual(report["outcome"], "migrated")
         self.assertGreater(report["downtime_seconds"], 0)
+        # Pre-copy pays off: the idle shell's memory went over in the first
+        # round, the final (frozen) dump carries less.
+        rounds = report["rounds"]
+        self.assertTrue(rounds[-1]["final"] and not rounds[0]["final"], rounds)
+        self.assertLess(rounds[-1]["page_bytes"], rounds[0]["page_bytes"], rounds)
         print("sender report:", json.dumps(report, indent=1), flush=True)
         self.assertEqual(rrc, 0, rerr)
         # Exactly one copy: gone on g0, running on g1 under the same id.

@@ -132,6 +132,7 @@ std::vector<bpf_insn> device_filter(const std::vector<spec::DeviceRule>& rules) 
   as.emit(insn(BPF_LDX | BPF_W | BPF_MEM, R4, R1, 4, 0));
   as.emit(insn(BPF_LDX | BPF_W | BPF_MEM, R5, R1, 8, 0));
   int deny = as.new_label();
+  bool deny_used = false;  // the verifier rejects unreachable code
   for (const auto& b : kBits) {
     int next_bit = as.new_label();
     int check = as.new_label();
@@ -150,7 +151,11 @@ std::vector<bpf_insn> device_filter(const std::vector<spec::DeviceRule>& rules) 
       if (!wildcard(it->minor))
         as.jump(BPF_JMP | BPF_JNE | BPF_K, R5, static_cast<int32_t>(*it->minor), skip);
       as.jump(BPF_JMP | BPF_JA, 0, 0, it->allow ? next_bit : deny);
+      deny_used = deny_used || !it->allow;
       as.bind(skip);
+      // A rule matching every device decides alone; earlier rules would be
+      // unreachable code, which the verifier rejects.
+      if (!type && wildcard(it->major) && wildcard(it->minor)) break;
     }
     // No rule matched: allowed, like a fresh v1 devices cgroup.
     as.bind(next_bit);
@@ -158,8 +163,10 @@ std::vector<bpf_insn> device_filter(const std::vector<spec::DeviceRule>& rules) 
   as.emit(insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, 1));
   as.emit(insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
   as.bind(deny);
-  as.emit(insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, 0));
-  as.emit(insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+  if (deny_used) {
+    as.emit(insn(BPF_ALU64 | BPF_MOV | BPF_K, R0, 0, 0, 0));
+    as.emit(insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0));
+  }
   return as.finish();
 }
 

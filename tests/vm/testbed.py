@@ -396,6 +396,21 @@ class _Netns:
 # One guest: qemu process + agent connection
 # --------------------------------------------------------------------------
 
+def _covered_host_dirs():
+    """The checkout and the build dir when they live where every guest mounts
+    its own tmpfs (/tmp, /run): the guest binds them back from the host root."""
+    dirs = []
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    for d in (here, os.environ.get("CRX_BUILD_DIR")):
+        if not d:
+            continue
+        d = os.path.realpath(d)
+        if (d.startswith("/tmp/") or d.startswith("/run/")) and not any(c in d for c in " :,") \
+                and d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
 def _qopt(value):
     """A value inside a qemu option string (commas doubled)."""
     return str(value).replace(",", ",,")
@@ -446,7 +461,8 @@ class Guest:
             "crx.hosts=" + ",".join(f"{g.name}={g.ip}" for g in tb.guests),
             f"crx.scratch={tb.scratch}", f"crx.rxe={1 if tb.rxe else 0}",
             f"crx.shell={1 if interactive else 0}",
-        ] + ([tb.extra_cmdline] if tb.extra_cmdline else [])
+        ] + ([f"crx.hostdirs={':'.join(_covered_host_dirs())}"] if _covered_host_dirs() else []) \
+          + ([tb.extra_cmdline] if tb.extra_cmdline else [])
         if interactive:
             console = ["-chardev", "stdio,id=con,mux=on,signal=off",
                        "-serial", "chardev:con", "-mon", "chardev=con,mode=readline"]

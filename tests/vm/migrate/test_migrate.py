@@ -195,6 +195,18 @@ class MigrateTest(Base):
     def migrate_in_background(self, tb):
         return tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key --pre-copy 3")
 
+    def migration_under_way(self, tb):
+        """Starts a receiver (logging to a file) and a migration; returns both
+        handles once the receiver reports the first pre-copy round."""
+        log = "/tmp/receiver.log"
+        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                         f"--image-dir /run/crx-migrate > {log} 2>&1")
+        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
+            time.sleep(0.3)
+        mh = self.migrate_in_background(tb)
+        self.wait_for_receiver_phase(tb, log, "pre-copy 1")
+        return rh, mh
+
     def wait_for_receiver_phase(self, tb, rh_log, phase, timeout=300):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -212,13 +224,7 @@ class MigrateTest(Base):
     def test_receiver_killed_mid_transfer_leaves_the_source_running(self):
         tb = self.two_guests()
         self.run_counter(tb)
-        log = "/tmp/receiver.log"
-        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
-                         f"--image-dir /run/crx-migrate > {log} 2>&1")
-        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
-            time.sleep(0.3)
-        mh = self.migrate_in_background(tb)
-        self.wait_for_receiver_phase(tb, log, "pre-copy 1")
+        rh, mh = self.migration_under_way(tb)
         self.sh(tb, 1, "pkill -9 -f 'crx [r]eceive'; pkill -9 -f 'criu [p]age-server' || true")
         tb.wait(rh, timeout=60)
         rc, out, err = tb.wait(mh, timeout=600)
@@ -228,13 +234,7 @@ class MigrateTest(Base):
     def test_interrupted_sender_leaves_the_source_running(self):
         tb = self.two_guests()
         self.run_counter(tb)
-        log = "/tmp/receiver.log"
-        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
-                         f"--image-dir /run/crx-migrate > {log} 2>&1")
-        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
-            time.sleep(0.3)
-        mh = self.migrate_in_background(tb)
-        self.wait_for_receiver_phase(tb, log, "pre-copy 1")
+        rh, mh = self.migration_under_way(tb)
         self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")  # Ctrl-C
         rc, out, err = tb.wait(mh, timeout=600)
         tb.wait(rh, timeout=300)

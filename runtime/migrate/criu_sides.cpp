@@ -76,41 +76,34 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   src_ = checkpoint::prepare_source(g_, id_, flags);
 }
 
-checkpoint::DumpOptions CriuSource::options(const std::string& images_dir,
-                                            const std::string& parent, int page_fd,
-                                            const char* log) {
+void CriuSource::run_dump(
+    void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
+    const std::string& images_dir, const std::string& parent, int page_fd, const char* log) {
+  UniqueFd images = open_dir(images_dir);
+  UniqueFd work = open_dir(images_dir + ".work");
   checkpoint::DumpOptions o = src_.base;
   o.log_file = log;
   o.parent_img = parent;
   o.track_mem = true;
   o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
-  (void)images_dir;
-  return o;
+  o.images_dir_fd = images.get();
+  o.work_dir_fd = work.get();
+  criu_call(o, {});
 }
 
 void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {
-  UniqueFd images = open_dir(images_dir);
-  UniqueFd work = open_dir(images_dir + ".work");
-  auto o = options(images_dir, parent, page_fd, "pre-dump.log");
-  o.images_dir_fd = images.get();
-  o.work_dir_fd = work.get();
   // A pre-dump must not leave the container frozen: CRIU restores the
   // freezer state it found, which is "running" here.
-  checkpoint::criu_pre_dump(o);
+  run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log");
 }
 
 void CriuSource::freeze() { checkpoint::freeze_container(g_, id_); }
 
 void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd) {
-  UniqueFd images = open_dir(images_dir);
-  UniqueFd work = open_dir(images_dir + ".work");
-  auto o = options(images_dir, parent, page_fd, "dump.log");
-  o.images_dir_fd = images.get();
-  o.work_dir_fd = work.get();
   // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
   // puts it back to frozen after the dump instead of letting it run.
-  checkpoint::criu_dump(o);
+  run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log");
 }
 
 void CriuSource::resume() { checkpoint::thaw_container(g_, id_); }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "checkpoint/container_checkpoint.hpp"
+#include "checkpoint/criu_rpc.hpp"
 #include "migrate/sides.hpp"
 
 namespace crx::migrate {
@@ -18,8 +19,10 @@ class CriuSource : public SourceSide {
   void destroy() override;
 
  private:
-  checkpoint::DumpOptions options(const std::string& images_dir, const std::string& parent,
-                                  int page_fd, const char* log);
+  // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
+  // sibling as work dir, pages to page_fd.
+  void run_dump(void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
+                const std::string& images_dir, const std::string& parent, int page_fd, const char* log);
   container::GlobalOptions g_;
   std::string id_;
   checkpoint::SourceContainer src_;

@@ -1,3 +1,4 @@
+#include "unix_listener.hpp"
 #include "linux/console.hpp"
 
 #include <fcntl.h>
@@ -44,12 +45,8 @@ TEST(Console, SendConsoleFdConnectsToTheSocketPath) {
   char tmpl[] = "/tmp/crx-console-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string path = std::string(tmpl) + "/console.sock";
-  crx::UniqueFd server(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(server.get(), 1), 0);
+  crx::UniqueFd server = crx::test::listen_unix(path);
+  ASSERT_TRUE(server.valid());
   std::string slave_name;
   crx::UniqueFd master = crx::linux_::open_pty(&slave_name);
   crx::linux_::send_console_fd(path, master.get(), slave_name);

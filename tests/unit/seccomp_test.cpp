@@ -1,3 +1,4 @@
+#include "unix_listener.hpp"
 #include "linux/seccomp.hpp"
 
 #include <errno.h>
@@ -267,12 +268,8 @@ TEST(Seccomp, ListenerFdIsSentWithContainerProcessState) {
   char tmpl[] = "/tmp/crx-seccomp-XXXXXX";
   ASSERT_NE(::mkdtemp(tmpl), nullptr);
   const std::string path = std::string(tmpl) + "/listener.sock";
-  crx::UniqueFd server(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_un addr{};
-  addr.sun_family = AF_UNIX;
-  std::strcpy(addr.sun_path, path.c_str());
-  ASSERT_EQ(::bind(server.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  ASSERT_EQ(::listen(server.get(), 1), 0);
+  crx::UniqueFd server = crx::test::listen_unix(path);
+  ASSERT_TRUE(server.valid());
   int p[2];
   ASSERT_EQ(::pipe(p), 0);
   crx::UniqueFd pr(p[0]), pw(p[1]);

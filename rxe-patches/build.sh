@@ -51,8 +51,21 @@ if [ -f "$out/done" ]; then
     exit 0
 fi
 
+# Concurrent runs: one lock per cache key (held until exit), taken before
+# anything of the key is touched; the loser finds the winner's result.
+mkdir -p "$cache"
+exec 9>"$cache/$key.lock"
+flock 9
+if [ -f "$out/done" ]; then
+    log "built by a concurrent run"
+    echo "$out/lib/modules"
+    exit 0
+fi
+
 # 1. Debian packages of the ABI, unpacked once per ABI and version.
 pkgs=$cache/pkgs-$abi-$ver
+exec 8>"$pkgs.lock"	# shared by all keys of this ABI
+flock 8
 if [ ! -f "$pkgs/done" ]; then
     log "fetching Debian packages for $abi ($ver)"
     rm -rf "$pkgs"; mkdir -p "$pkgs/debs" "$pkgs/root"
@@ -67,14 +80,17 @@ if [ ! -f "$pkgs/done" ]; then
     rm -rf "$pkgs/debs"
     touch "$pkgs/done"
 fi
+flock -u 8
 headers=$pkgs/root/usr/src/linux-headers-$abi
 
 # 2. rxe sources, patched.
 work=$(mktemp -d "$cache/work.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 log "unpacking drivers/infiniband/sw/rxe from $src_tar"
+# core/uverbs.h: ib_uverbs' private structures, read by rxe_migr_uverbs.c
 tar -xJf "$src_tar" -C "$work" --strip-components=1 \
-    'linux-source-6.1/drivers/infiniband/sw/rxe'
+    'linux-source-6.1/drivers/infiniband/sw/rxe' \
+    'linux-source-6.1/drivers/infiniband/core/uverbs.h'
 rxe=$work/drivers/infiniband/sw/rxe
 for p in $patches; do
     log "applying $p"
@@ -88,17 +104,20 @@ make -s -C "$headers" M="$rxe" CONFIG_RDMA_RXE=m -j2 modules >&2 ||
     die "module build failed"
 strip --strip-debug "$rxe/rdma_rxe.ko"
 
-# 4. Replacement modules tree.
-rm -rf "$out.tmp"; mkdir -p "$out.tmp/lib/modules" "$out.tmp/boot"
-cp -a "$pkgs/root/lib/modules/$abi" "$out.tmp/lib/modules/"
-cp "$pkgs/root/boot/vmlinuz-$abi" "$pkgs/root/boot/config-$abi" "$out.tmp/boot/"
-mdir=$out.tmp/lib/modules/$abi
+# 4. Replacement modules tree, assembled inside the work dir (removed on
+# exit) and renamed into place as a whole.
+tmp=$work/out
+mkdir -p "$tmp/lib/modules" "$tmp/boot"
+cp -a "$pkgs/root/lib/modules/$abi" "$tmp/lib/modules/"
+cp "$pkgs/root/boot/vmlinuz-$abi" "$pkgs/root/boot/config-$abi" "$tmp/boot/"
+mdir=$tmp/lib/modules/$abi
 rm -f "$mdir/build" "$mdir/source"
 mkdir -p "$mdir/stock"
 mv "$mdir/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko" "$mdir/stock/rdma_rxe.ko.stock"
 cp "$rxe/rdma_rxe.ko" "$mdir/kernel/drivers/infiniband/sw/rxe/rdma_rxe.ko"
-depmod -b "$out.tmp" "$abi"
-echo "$abi $ver key=$key patches: $patches" > "$out.tmp/done"
-rm -rf "$out"; mv "$out.tmp" "$out"
+depmod -b "$tmp" "$abi"
+echo "$abi $ver key=$key patches: $patches" > "$tmp/done"
+rm -rf "$out"	# a leftover without done (interrupted run)
+mv -T "$tmp" "$out"
 log "done: $out"
 echo "$out/lib/modules"

@@ -30,6 +30,22 @@
  *   at args.addr); queue buffers of the new objects are new mappings: a
  *   checkpointer that restores library state must move them to the old
  *   addresses itself.
+ *
+ * Event fds
+ *   The dump has one record per async event fd (the context's own one is
+ *   flagged RXE_MIGR_EVF_DEFAULT_ASYNC) and per completion channel; a CQ
+ *   record names its channel by the channel record's handle (an opaque
+ *   name of the file, not an fd number).  To map a
+ *   process's [infinibandevent] fds to records, call ibv_migr_identify_fd()
+ *   on a copy of each fd (CRIU passes a plugin one; pidfd_getfd() gives one
+ *   too): the kernel compares the files themselves.
+ *   Restore: CREATE of a COMP_CHANNEL record makes a new channel
+ *   (ibv_create_comp_channel; a checkpointer moves its fd to the old
+ *   number); pass it as args.channel when creating the CQs whose record
+ *   names it.  CREATE of an ASYNC_EVENT record creates nothing (the new
+ *   context has its own async fd, ctx->async_fd) and stores NULL.  REFILL
+ *   of a CQ re-arms it as it was (ibv_req_notify_cq) and queues one event on
+ *   its channel if the process had not read one at dump time.
  */
 #ifndef IBV_MIGR_H
 #define IBV_MIGR_H
@@ -51,6 +67,8 @@ enum ibv_migr_object_type {
 	IBV_MIGR_OBJ_CQ = RXE_MIGR_OBJ_CQ,
 	IBV_MIGR_OBJ_SRQ = RXE_MIGR_OBJ_SRQ,
 	IBV_MIGR_OBJ_QP = RXE_MIGR_OBJ_QP,
+	IBV_MIGR_OBJ_ASYNC_EVENT = RXE_MIGR_OBJ_ASYNC_EVENT,
+	IBV_MIGR_OBJ_COMP_CHANNEL = RXE_MIGR_OBJ_COMP_CHANNEL,
 };
 
 enum ibv_restore_cmd {
@@ -73,7 +91,8 @@ struct ibv_restore_args {
 	struct ibv_pd *pd;			/* MR, SRQ, QP */
 	struct ibv_cq *send_cq, *recv_cq;	/* QP */
 	struct ibv_srq *srq;			/* QP on an SRQ */
-	struct ibv_comp_channel *channel;	/* CQ, may be NULL */
+	struct ibv_comp_channel *channel;	/* CQ: required if its record
+						 * names a channel, else NULL */
 	void *addr;		/* MR: NULL = the dumped address */
 };
 
@@ -108,6 +127,18 @@ int ibv_migr_check_dump(const void *dump, size_t length);
 
 /* Destroy an object made by IBV_RESTORE_CREATE (undo on a failed restore) */
 void ibv_migr_destroy_object(void *object, int object_type);
+
+/* Which event fd of ctx is fd (the caller's)?  info->type is
+ * IBV_MIGR_OBJ_ASYNC_EVENT or IBV_MIGR_OBJ_COMP_CHANNEL and info->handle the
+ * handle of its dump record, or info->type is 0 if fd is no event fd of
+ * ctx.  0, -EBADF (fd not open) or another negative errno. */
+struct ibv_migr_fd_info {
+	uint32_t type;
+	uint32_t handle;
+	uint32_t flags;		/* RXE_MIGR_EVF_* */
+};
+int ibv_migr_identify_fd(struct ibv_context *ctx, int fd,
+			 struct ibv_migr_fd_info *info);
 
 /* Single-QP control (tests; aborting a migration on the source) */
 int ibv_migr_qp_stop(struct ibv_qp *qp);

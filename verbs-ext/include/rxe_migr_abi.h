@@ -11,12 +11,14 @@
  * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
  * RXE_MIGR_ABI_VERSION, otherwise the method fails with EINVAL.
  *
- * Dump format (version 1), all fields host-endian, records 8-byte aligned:
+ * Dump format (version 2), all fields host-endian, records 8-byte aligned:
  *
  *   struct rxe_migr_dump_hdr             magic, version, count, total_len
  *   count x {
  *     struct rxe_migr_rec_hdr            type, len (incl. header), handle
  *     body by type:
+ *       RXE_MIGR_OBJ_ASYNC_EVENT    struct rxe_migr_event_file
+ *       RXE_MIGR_OBJ_COMP_CHANNEL   struct rxe_migr_event_file
  *       RXE_MIGR_OBJ_PD    nothing
  *       RXE_MIGR_OBJ_MR    struct rxe_migr_mr
  *       RXE_MIGR_OBJ_CQ    struct rxe_migr_cq, then queue.data_len bytes
@@ -26,8 +28,24 @@
  *                          ring (0 for a QP on an SRQ)
  *   }
  *
- * Records are ordered by object type (PD, MR, CQ, SRQ, QP) and by handle
- * within a type, which is the order in which restore must recreate them.
+ * Records are ordered by object type (ASYNC_EVENT, COMP_CHANNEL, PD, MR,
+ * CQ, SRQ, QP) and by handle within a type, which is the order in which
+ * restore must recreate them.
+ *
+ * Event files.  The async event fd and the completion channels of a
+ * context are all anon_inode:[infinibandevent] files sharing one inode,
+ * and ib_uverbs keeps no number for them (the uobject id is cleared once
+ * the fd is installed; the fd number may change with dup2()/close()).
+ * Their record handle is a keyed hash (random key per module load) of the
+ * file's identity: stable while the file lives, not a kernel pointer, and
+ * only meaningful on the node and module instance that made the dump.  A
+ * dumper maps the process's fds to records with RXE_MIGR_METHOD_IDENTIFY_FD
+ * on its own copy of each fd (CRIU hands a plugin such a copy; otherwise
+ * pidfd_getfd()): the driver compares the struct file behind that fd with
+ * the context's event files and answers with the record type and handle.
+ * CQ records name their channel by that handle.
+ *
+ * Version 1 (no event file records, CQ without notify state) is refused.
  * Ring data is the whole element array of the queue (num_elem * elem_size),
  * i.e. struct rxe_queue_buf.data of <rdma/rdma_user_rxe.h>; the indices are
  * in struct rxe_migr_queue.
@@ -38,7 +56,7 @@
 #include <linux/types.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 
-#define RXE_MIGR_ABI_VERSION	1
+#define RXE_MIGR_ABI_VERSION	2
 #define RXE_MIGR_MAGIC		0x474d5852u	/* "RXMG" little endian */
 
 /* methods of UVERBS_OBJECT_DEVICE in the driver namespace */
@@ -70,6 +88,11 @@ enum rxe_migr_methods {
 	/* in: struct rxe_migr_qp_ctl; QP handle.  Stop / resume one QP
 	 * (tests, and the source side when a migration is aborted). */
 	RXE_MIGR_METHOD_QP_CTL,
+	/* in: struct rxe_migr_identify_fd; out: struct rxe_migr_fd_ident.
+	 * Which event file of this context (async event file or completion
+	 * channel, by dump handle) is the file behind the caller's fd?
+	 * type 0 if it is none of them; EBADF if fd is not open. */
+	RXE_MIGR_METHOD_IDENTIFY_FD,
 };
 
 enum rxe_migr_attrs {
@@ -90,6 +113,8 @@ enum rxe_migr_obj_type {
 	RXE_MIGR_OBJ_CQ = 3,
 	RXE_MIGR_OBJ_SRQ = 4,
 	RXE_MIGR_OBJ_QP = 5,
+	RXE_MIGR_OBJ_ASYNC_EVENT = 6,	/* an async event fd */
+	RXE_MIGR_OBJ_COMP_CHANNEL = 7,	/* a completion channel fd */
 };
 
 /* migration state of a QP, as dumped (the application sees RTS) */
@@ -97,6 +122,8 @@ enum rxe_migr_qps {
 	RXE_MIGR_QPS_RUNNING = 0,
 	RXE_MIGR_QPS_STOPPED = 1,	/* sends nothing, NAKs everything */
 	RXE_MIGR_QPS_PAUSED = 2,	/* partner stopped: no sends, no retries */
+	RXE_MIGR_QPS_RESUMING = 3,	/* resume sent, partner has not answered:
+					 * resent per timeout, counted as retries */
 };
 
 /* wire: NAK code answered by a stopped QP (AETH syndrome) and the resume
@@ -155,11 +182,44 @@ struct rxe_migr_queue {
 	__u32 data_len;		/* ring bytes following the record, 0 if none */
 };
 
+/* the async event file ibv_open_device() made for the context (events
+ * of QPs, SRQs, CQs and the port go there) */
+#define RXE_MIGR_EVF_DEFAULT_ASYNC	(1u << 0)
+
+/* body of RXE_MIGR_OBJ_ASYNC_EVENT and RXE_MIGR_OBJ_COMP_CHANNEL; the
+ * handle identifies the file (see "Event files" above) */
+struct rxe_migr_event_file {
+	__u32 flags;		/* RXE_MIGR_EVF_* */
+	__u32 events_pending;	/* queued, not yet read by the process */
+};
+
+/* CQ notify state as armed by ibv_req_notify_cq() */
+enum rxe_migr_cq_notify {
+	RXE_MIGR_CQ_NOTIFY_NONE = 0,
+	RXE_MIGR_CQ_NOTIFY_SOLICITED = 1,
+	RXE_MIGR_CQ_NOTIFY_NEXT = 2,
+};
+
 struct rxe_migr_cq {
 	__u32 cqe;		/* as given to create_cq */
-	__u32 comp_channel;	/* uobject id of the completion channel,
-				 * or ~0u */
+	__u32 comp_channel;	/* handle of the COMP_CHANNEL record, ~0u if
+				 * none (or its fd was closed) */
+	__u32 notify;		/* enum rxe_migr_cq_notify */
+	__u32 comp_events_pending;	/* events of this CQ queued on the
+					 * channel, not yet read */
 	struct rxe_migr_queue queue;
+};
+
+struct rxe_migr_identify_fd {
+	__u32 version;
+	__s32 fd;		/* the caller's fd */
+};
+
+struct rxe_migr_fd_ident {
+	__u32 type;		/* RXE_MIGR_OBJ_ASYNC_EVENT, _COMP_CHANNEL, 0 */
+	__u32 handle;		/* record handle */
+	__u32 flags;		/* RXE_MIGR_EVF_* */
+	__u32 reserved;
 };
 
 struct rxe_migr_srq {
@@ -244,6 +304,9 @@ enum rxe_migr_queue_which {
 };
 
 #define RXE_MIGR_RESTORE_SET_INDICES	(1u << 0)
+/* CQ, with SET_INDICES: queue one completion event on the CQ's channel
+ * (the dump had comp_events_pending != 0 for it) */
+#define RXE_MIGR_RESTORE_CQ_EVENT	(1u << 1)
 
 struct rxe_migr_restore_queue {
 	__u32 version;

@@ -86,6 +86,8 @@ static size_t body_min(uint32_t type)
 	case RXE_MIGR_OBJ_CQ: return sizeof(struct rxe_migr_cq);
 	case RXE_MIGR_OBJ_SRQ: return sizeof(struct rxe_migr_srq);
 	case RXE_MIGR_OBJ_QP: return sizeof(struct rxe_migr_qp);
+	case RXE_MIGR_OBJ_ASYNC_EVENT:
+	case RXE_MIGR_OBJ_COMP_CHANNEL: return sizeof(struct rxe_migr_event_file);
 	default: return (size_t)-1;
 	}
 }
@@ -203,4 +205,28 @@ int ibv_migr_set_next(struct ibv_context *ctx, int object_type,
 	migr_call_init(&c, RXE_MIGR_METHOD_SET_NEXT);
 	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
 	return migr_call_run(ctx->cmd_fd, &c);
+}
+
+int ibv_migr_identify_fd(struct ibv_context *ctx, int fd,
+			 struct ibv_migr_fd_info *info)
+{
+	struct rxe_migr_identify_fd req = { .version = RXE_MIGR_ABI_VERSION,
+					    .fd = fd };
+	struct rxe_migr_fd_ident out;
+	struct migr_call c;
+	int err;
+
+	if (!ctx || !info || fd < 0)
+		return -EINVAL;
+	memset(&out, 0, sizeof(out));
+	migr_call_init(&c, RXE_MIGR_METHOD_IDENTIFY_FD);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_out(&c, RXE_MIGR_ATTR_OUT, &out, sizeof(out));
+	err = migr_call_run(ctx->cmd_fd, &c);
+	if (err)
+		return err;
+	info->type = out.type;
+	info->handle = out.handle;
+	info->flags = out.flags;
+	return 0;
 }

@@ -141,7 +141,7 @@ static int create_cq(struct ibv_context *ctx, void **obj,
 	const struct rxe_migr_cq *r = (const void *)(a->record + 1);
 	struct ibv_cq *cq;
 
-	if (!r->cqe)
+	if (!r->cqe || (r->comp_channel != ~0u) != (a->channel != NULL))
 		return -EINVAL;
 	cq = ibv_create_cq(ctx, (int)r->cqe, NULL, a->channel, 0);
 	if (!cq)
@@ -226,9 +226,26 @@ static int create_qp(struct ibv_context *ctx, void **obj,
 	return 0;
 }
 
+/* COMP_CHANNEL: a new channel; ASYNC_EVENT: the context has its own */
+static int create_event_file(struct ibv_context *ctx, void **obj, int type)
+{
+	struct ibv_comp_channel *ch;
+
+	if (type == IBV_MIGR_OBJ_ASYNC_EVENT) {
+		*obj = NULL;
+		return 0;
+	}
+	ch = ibv_create_comp_channel(ctx);
+	if (!ch)
+		return errno ? -errno : -ENOMEM;
+	*obj = ch;
+	return 0;
+}
+
 static int restore_queue(struct ibv_context *ctx, uint32_t which,
 			 uint16_t handle_attr, uint32_t handle,
-			 const struct rxe_migr_queue *q, const uint8_t *data)
+			 const struct rxe_migr_queue *q, const uint8_t *data,
+			 uint32_t last_flags)
 {
 	struct rxe_migr_restore_queue *req;
 	uint32_t off = 0;
@@ -251,7 +268,7 @@ static int restore_queue(struct ibv_context *ctx, uint32_t which,
 		req->offset = off;
 		req->queue = *q;
 		if (off + n == q->data_len)
-			req->flags = RXE_MIGR_RESTORE_SET_INDICES;
+			req->flags = RXE_MIGR_RESTORE_SET_INDICES | last_flags;
 		memcpy(req + 1, data + off, n);
 		migr_call_init(&c, RXE_MIGR_METHOD_RESTORE_QUEUE);
 		migr_attr_in(&c, RXE_MIGR_ATTR_IN, req, sizeof(*req) + n);
@@ -327,10 +344,11 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 	if (err)
 		return err;
 	err = restore_queue(ctx, RXE_MIGR_Q_SQ, RXE_MIGR_ATTR_QP_HANDLE,
-			    qp->handle, &r->sq, rings);
+			    qp->handle, &r->sq, rings, 0);
 	if (!err)
 		err = restore_queue(ctx, RXE_MIGR_Q_RQ, RXE_MIGR_ATTR_QP_HANDLE,
-				    qp->handle, &r->rq, rings + r->sq.data_len);
+				    qp->handle, &r->rq, rings + r->sq.data_len,
+				    0);
 	if (err || r->qp_state != IBV_QPS_RTS)
 		return err;
 
@@ -345,6 +363,33 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 	return migr_call_run(ctx->cmd_fd, &c);
 }
 
+/* ring and indices; then the CQ is armed as it was, and an event the
+ * process had not read at dump time is queued on its channel again */
+static int refill_cq(struct ibv_context *ctx, struct ibv_cq *cq,
+		     const struct rxe_migr_cq *r)
+{
+	uint32_t event = r->comp_events_pending && cq->channel ?
+		RXE_MIGR_RESTORE_CQ_EVENT : 0;
+	int err;
+
+	err = restore_queue(ctx, RXE_MIGR_Q_CQ, RXE_MIGR_ATTR_CQ_HANDLE,
+			    cq->handle, &r->queue, (const uint8_t *)(r + 1),
+			    event);
+	if (err)
+		return err;
+	switch (r->notify) {
+	case RXE_MIGR_CQ_NOTIFY_NONE:
+		return 0;
+	case RXE_MIGR_CQ_NOTIFY_SOLICITED:
+	case RXE_MIGR_CQ_NOTIFY_NEXT:
+		err = ibv_req_notify_cq(cq, r->notify ==
+					RXE_MIGR_CQ_NOTIFY_SOLICITED);
+		return err ? -err : 0;
+	default:
+		return -EINVAL;
+	}
+}
+
 static int refill(struct ibv_context *ctx, void *obj, int type,
 		  const struct ibv_restore_args *a)
 {
@@ -354,20 +399,15 @@ static int refill(struct ibv_context *ctx, void *obj, int type,
 	case IBV_MIGR_OBJ_PD:
 	case IBV_MIGR_OBJ_MR:
 		return 0;
-	case IBV_MIGR_OBJ_CQ: {
-		const struct rxe_migr_cq *r = body;
-
-		return restore_queue(ctx, RXE_MIGR_Q_CQ, RXE_MIGR_ATTR_CQ_HANDLE,
-				     ((struct ibv_cq *)obj)->handle, &r->queue,
-				     (const uint8_t *)(r + 1));
-	}
+	case IBV_MIGR_OBJ_CQ:
+		return refill_cq(ctx, obj, body);
 	case IBV_MIGR_OBJ_SRQ: {
 		const struct rxe_migr_srq *r = body;
 
 		return restore_queue(ctx, RXE_MIGR_Q_SRQ,
 				     RXE_MIGR_ATTR_SRQ_HANDLE,
 				     ((struct ibv_srq *)obj)->handle, &r->queue,
-				     (const uint8_t *)(r + 1));
+				     (const uint8_t *)(r + 1), 0);
 	}
 	case IBV_MIGR_OBJ_QP:
 		return refill_qp(ctx, obj, a);
@@ -384,6 +424,7 @@ static void destroy(void *obj, int type)
 	case IBV_MIGR_OBJ_CQ: ibv_destroy_cq(obj); break;
 	case IBV_MIGR_OBJ_SRQ: ibv_destroy_srq(obj); break;
 	case IBV_MIGR_OBJ_QP: ibv_destroy_qp(obj); break;
+	case IBV_MIGR_OBJ_COMP_CHANNEL: ibv_destroy_comp_channel(obj); break;
 	}
 }
 
@@ -400,6 +441,10 @@ static int record_valid(const struct ibv_restore_args *a, int type)
 	case IBV_MIGR_OBJ_CQ: body = sizeof(struct rxe_migr_cq); break;
 	case IBV_MIGR_OBJ_SRQ: body = sizeof(struct rxe_migr_srq); break;
 	case IBV_MIGR_OBJ_QP: body = sizeof(struct rxe_migr_qp); break;
+	case IBV_MIGR_OBJ_ASYNC_EVENT:
+	case IBV_MIGR_OBJ_COMP_CHANNEL:
+		body = sizeof(struct rxe_migr_event_file);
+		break;
 	default: return 0;
 	}
 	if (r->len - sizeof(*r) < body)
@@ -438,6 +483,14 @@ int ibv_restore_object(struct ibv_context *ctx, void **object,
 
 	switch (cmd) {
 	case IBV_RESTORE_CREATE:
+		if (object_type == IBV_MIGR_OBJ_ASYNC_EVENT ||
+		    object_type == IBV_MIGR_OBJ_COMP_CHANNEL) {
+			/* fds: the checkpointer places them, not uverbs */
+			err = create_event_file(ctx, &obj, object_type);
+			if (!err)
+				*object = obj;
+			return err;
+		}
 		if (!(a->flags & IBV_MIGR_RESTORE_ANY_HANDLE)) {
 			err = reserve_handle(ctx, a->record->handle);
 			if (err)
@@ -455,6 +508,9 @@ int ibv_restore_object(struct ibv_context *ctx, void **object,
 			*object = obj;
 		return err;
 	case IBV_RESTORE_REFILL:
+		if (object_type == IBV_MIGR_OBJ_ASYNC_EVENT ||
+		    object_type == IBV_MIGR_OBJ_COMP_CHANNEL)
+			return 0;	/* nothing to refill */
 		if (!*object)
 			return -EINVAL;
 		return refill(ctx, *object, object_type, a);

@@ -14,6 +14,13 @@
  *           receive the rest: every message exactly once, in order.
  *   take    --qpn Q    hold a QP with number Q (sleeps) to provoke EBUSY
  *   hostile            feed bad inputs to every new uverbs method
+ *   evfds              one process, two completion channels (one moved to
+ *           another fd number) and the async fd; two looped-back QPs whose
+ *           receive CQs use the channels; an unread event on one channel.
+ *           The dump must identify every [infinibandevent] fd and every
+ *           CQ's channel; after destroying everything and restoring into a
+ *           new context, events arrive on the restored channels of the
+ *           right CQs (the unread one queued again, the armed CQ re-armed).
  *
  * Output lines: "OK ..." on success, "FAIL ..." and exit 1 otherwise.
  */
@@ -27,6 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -481,6 +491,7 @@ static void destroy_all(struct restored *r, int n)
 		case IBV_MIGR_OBJ_CQ: ibv_destroy_cq(r[i].obj); break;
 		case IBV_MIGR_OBJ_MR: ibv_dereg_mr(r[i].obj); break;
 		case IBV_MIGR_OBJ_PD: ibv_dealloc_pd(r[i].obj); break;
+		case IBV_MIGR_OBJ_COMP_CHANNEL: ibv_destroy_comp_channel(r[i].obj); break;
 		}
 }
 
@@ -528,6 +539,11 @@ static int do_restore(const struct opts *o)
 			a.recv_cq = find(objs, n, IBV_MIGR_OBJ_CQ, q->recv_cq_handle);
 			a.srq = q->srq_handle == ~0u ? NULL :
 				find(objs, n, IBV_MIGR_OBJ_SRQ, q->srq_handle);
+		} else if (rec->type == IBV_MIGR_OBJ_CQ) {
+			const struct rxe_migr_cq *q = b;
+
+			a.channel = q->comp_channel == ~0u ? NULL :
+				find(objs, n, IBV_MIGR_OBJ_COMP_CHANNEL, q->comp_channel);
 		}
 		err = ibv_restore_object(e.ctx, &obj, rec->type, IBV_RESTORE_CREATE,
 					 &a, sizeof(a));
@@ -671,7 +687,12 @@ static int do_hostile(const struct opts *o)
 	dr.offset = 1u << 30;
 	expect_err("dump huge offset", raw(e.ctx, RXE_MIGR_METHOD_DUMP, &dr, sizeof(dr), out, sizeof(out), 0, 0));
 	dr.offset = 0;
-	sn.version = 2;
+	dr.version = 1;		/* the format before event file records */
+	expect_err("dump old version 1", raw(e.ctx, RXE_MIGR_METHOD_DUMP, &dr, sizeof(dr), out, sizeof(out), 0, 0));
+	dr.version = RXE_MIGR_ABI_VERSION;
+	sn.version = 1;
+	expect_err("set_next old version 1", raw(e.ctx, RXE_MIGR_METHOD_SET_NEXT, &sn, sizeof(sn), NULL, 0, 0, 0));
+	sn.version = RXE_MIGR_ABI_VERSION + 1;
 	expect_err("set_next version", raw(e.ctx, RXE_MIGR_METHOD_SET_NEXT, &sn, sizeof(sn), NULL, 0, 0, 0));
 	sn.version = RXE_MIGR_ABI_VERSION;
 	sn.type = 77;
@@ -703,6 +724,35 @@ static int do_hostile(const struct opts *o)
 	expect_err("restore_queue missing qp handle", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, sizeof(*rq), NULL, 0, RXE_MIGR_ATTR_CQ_HANDLE, e.cq->handle));
 	expect_err("restore_queue truncated", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, 10, NULL, 0, RXE_MIGR_ATTR_CQ_HANDLE, e.cq->handle));
 
+	/* identify_fd: version, negative, closed and huge fds, no output */
+	{
+		struct rxe_migr_identify_fd idf = { .version = 1, .fd = e.ctx->async_fd };
+		struct rxe_migr_fd_ident ido;
+		struct migr_call c;
+
+		expect_err("identify_fd old version 1", raw(e.ctx, RXE_MIGR_METHOD_IDENTIFY_FD, &idf, sizeof(idf), NULL, 0, 0, 0));
+		idf.version = RXE_MIGR_ABI_VERSION;
+		idf.fd = -5;
+		migr_call_init(&c, RXE_MIGR_METHOD_IDENTIFY_FD);
+		migr_attr_in(&c, RXE_MIGR_ATTR_IN, &idf, sizeof(idf));
+		migr_attr_out(&c, RXE_MIGR_ATTR_OUT, &ido, sizeof(ido));
+		expect_err("identify_fd negative fd", migr_call_run(e.ctx->cmd_fd, &c));
+		idf.fd = 1000000;
+		expect_err("identify_fd huge fd", migr_call_run(e.ctx->cmd_fd, &c));
+		idf.fd = e.ctx->async_fd;
+		expect_err("identify_fd without output", raw(e.ctx, RXE_MIGR_METHOD_IDENTIFY_FD, &idf, sizeof(idf), NULL, 0, 0, 0));
+		expect_err("identify_fd truncated", raw(e.ctx, RXE_MIGR_METHOD_IDENTIFY_FD, &idf, 4, NULL, 0, 0, 0));
+	}
+	/* restore_queue: a CQ event for a send queue, and without indices */
+	memset(rq, 0, sizeof(*rq));
+	rq->version = RXE_MIGR_ABI_VERSION;
+	rq->which = RXE_MIGR_Q_SQ;
+	rq->flags = RXE_MIGR_RESTORE_SET_INDICES | RXE_MIGR_RESTORE_CQ_EVENT;
+	expect_err("restore_queue cq event on sq", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, sizeof(*rq), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
+	rq->which = RXE_MIGR_Q_CQ;
+	rq->flags = RXE_MIGR_RESTORE_CQ_EVENT;
+	expect_err("restore_queue cq event without indices", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QUEUE, rq, sizeof(*rq), NULL, 0, RXE_MIGR_ATTR_CQ_HANDLE, e.cq->handle));
+
 	/* restore_qp with garbage and with a dumped record mangled */
 	expect_err("restore_qp garbage", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, sizeof(*rqp), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
 	expect_err("restore_qp truncated", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, 100, NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
@@ -733,7 +783,8 @@ static int do_hostile(const struct opts *o)
 	/* random bytes into every method */
 	srand(1);
 	for (int round = 0; round < 200; round++) {
-		uint16_t m = RXE_MIGR_METHOD_SET_NEXT + rand() % 5;
+		uint16_t m = RXE_MIGR_METHOD_SET_NEXT +
+			rand() % (RXE_MIGR_METHOD_IDENTIFY_FD - RXE_MIGR_METHOD_SET_NEXT + 1);
 		size_t l = rand() % 2048;
 
 		for (size_t i = 0; i < l; i++)
@@ -746,6 +797,445 @@ static int do_hostile(const struct opts *o)
 	printf(failures ? "FAIL %d hostile inputs accepted\n" : "OK hostile inputs refused\n",
 	       failures);
 	return failures ? 1 : 0;
+}
+
+
+/* --- event fds: async fd, completion channels ---------------------- */
+
+struct evq {
+	struct ibv_context *ctx;
+	struct ibv_comp_channel *ch1, *ch2;
+	struct ibv_cq *cq1, *cq2, *cq3;
+	struct ibv_qp *a, *b;	/* a receives on cq1, b on cq2 */
+};
+
+#define EV_SLOTS 4	/* receive slots per QP; slot 2*EV_SLOTS sends */
+
+static void ev_post_recv(struct ep *e, struct ibv_qp *qp, uint32_t slot)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)e->buf + slot * MSG_SIZE,
+			       .length = MSG_SIZE, .lkey = e->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = slot, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (ibv_post_recv(qp, &wr, &bad))
+		die("post_recv");
+}
+
+static void ev_send(struct ep *e, struct ibv_qp *qp, uint32_t seq)
+{
+	struct msg *m = (void *)(e->buf + 2 * EV_SLOTS * MSG_SIZE);
+	struct ibv_sge sge = { .addr = (uintptr_t)m, .length = MSG_SIZE,
+			       .lkey = e->mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	m->magic = MSG_MAGIC;
+	m->qp = qp->qp_num;
+	m->seq = seq;
+	if (ibv_post_send(qp, &wr, &bad))
+		die("post_send");
+}
+
+/* wait for a completion event on ch; it must be for cq */
+static void ev_expect_event(struct ibv_comp_channel *ch, struct ibv_cq *cq,
+			    const char *what)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct ibv_cq *got;
+	void *cq_ctx;
+
+	if (poll(&p, 1, 60000) != 1)
+		die("%s: no completion event within 60 s", what);
+	if (ibv_get_cq_event(ch, &got, &cq_ctx))
+		die("%s: ibv_get_cq_event", what);
+	if (got != cq)
+		die("%s: event for the wrong CQ (handle %u, expected %u)", what,
+		    got->handle, cq->handle);
+	ibv_ack_cq_events(got, 1);
+}
+
+static void ev_expect_quiet(struct ibv_comp_channel *ch, const char *what)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+	if (poll(&p, 1, 2000) != 0)
+		die("%s: unexpected event on the other channel", what);
+}
+
+/* one receive completion on cq carrying seq from qpn */
+static void ev_expect_recv(struct ep *e, struct ibv_cq *cq, uint32_t qpn,
+			   uint32_t seq, const char *what)
+{
+	struct ibv_wc wc;
+	time_t t0 = now();
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && now() - t0 < 60)
+		usleep(1000);
+	if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+		die("%s: no good receive completion (%d, %s)", what, n,
+		    n == 1 ? ibv_wc_status_str(wc.status) : "-");
+	{
+		struct msg *m = (void *)(e->buf + wc.wr_id * MSG_SIZE);
+
+		if (m->magic != MSG_MAGIC || m->qp != qpn || m->seq != seq)
+			die("%s: wrong message (qp %u seq %u)", what, m->qp, m->seq);
+	}
+}
+
+static void ev_drain_sends(struct ibv_cq *cq, int n)
+{
+	struct ibv_wc wc;
+	time_t t0 = now();
+
+	while (n > 0 && now() - t0 < 60) {
+		int k = ibv_poll_cq(cq, 1, &wc);
+
+		if (k < 0 || (k == 1 && wc.status != IBV_WC_SUCCESS))
+			die("send completion: %s", k < 0 ? "poll" :
+			    ibv_wc_status_str(wc.status));
+		n -= k;
+		if (!k)
+			usleep(1000);
+	}
+	if (n > 0)
+		die("send completions missing");
+}
+
+static void ev_connect(struct ibv_qp *qp, uint32_t dest, const uint8_t *gid)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			  IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+		die("init");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = 7;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.sgid_index = GID_INDEX;
+	a.ah_attr.grh.hop_limit = 64;
+	memcpy(a.ah_attr.grh.dgid.raw, gid, 16);
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		die("rtr");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 7;
+	a.timeout = 19;
+	a.retry_cnt = 3;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			  IBV_QP_MAX_QP_RD_ATOMIC))
+		die("rts");
+}
+
+/* every [infinibandevent] fd of this process must be identified */
+static void ev_check_fds(struct ibv_context *ctx, const struct evq *q,
+			 uint32_t h1, uint32_t h2, uint32_t h_async)
+{
+	struct ibv_context *other = open_ctx();
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int seen = 0;
+
+	if (!d)
+		die("opendir /proc/self/fd");
+	while ((de = readdir(d))) {
+		char path[64], link[128];
+		struct ibv_migr_fd_info info;
+		ssize_t n;
+		int fd = atoi(de->d_name), err;
+
+		if (de->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = 0;
+		err = ibv_migr_identify_fd(ctx, fd, &info);
+		if (err)
+			die("identify fd %d (%s): %s", fd, link, strerror(-err));
+		if (strcmp(link, "anon_inode:[infinibandevent]")) {
+			if (info.type)
+				die("fd %d (%s) identified as type %u", fd, link, info.type);
+			continue;
+		}
+		if (fd == other->async_fd) {
+			if (info.type)
+				die("another context's async fd %d identified", fd);
+			continue;
+		}
+		seen++;
+		if (fd == ctx->async_fd) {
+			if (info.type != IBV_MIGR_OBJ_ASYNC_EVENT || info.handle != h_async ||
+			    !(info.flags & RXE_MIGR_EVF_DEFAULT_ASYNC))
+				die("async fd %d: type %u handle %u flags %u", fd,
+				    info.type, info.handle, info.flags);
+		} else if (fd == q->ch1->fd || fd == q->ch2->fd) {
+			uint32_t want = fd == q->ch1->fd ? h1 : h2;
+
+			if (info.type != IBV_MIGR_OBJ_COMP_CHANNEL || info.handle != want)
+				die("channel fd %d: type %u handle %u, expected handle %u",
+				    fd, info.type, info.handle, want);
+		} else {
+			die("unknown event fd %d", fd);
+		}
+		printf("fd %d: %s handle %u%s\n", fd,
+		       info.type == IBV_MIGR_OBJ_ASYNC_EVENT ? "async event fd" :
+		       "completion channel", info.handle,
+		       info.flags & RXE_MIGR_EVF_DEFAULT_ASYNC ? " (the context's)" : "");
+	}
+	closedir(d);
+	ibv_close_device(other);
+	if (seen != 3)
+		die("saw %d event fds of the context, expected 3", seen);
+}
+
+static uint32_t ev_identify(struct ibv_context *ctx, int fd, uint32_t type)
+{
+	struct ibv_migr_fd_info info;
+	int err = ibv_migr_identify_fd(ctx, fd, &info);
+
+	if (err || info.type != type)
+		die("identify fd %d: %s, type %u", fd, strerror(-err), info.type);
+	return info.handle;
+}
+
+static const struct rxe_migr_cq *ev_cq_rec(const void *dump, size_t len,
+					   uint32_t handle)
+{
+	const struct rxe_migr_rec_hdr *r = NULL;
+	int err;
+
+	while ((r = ibv_migr_next_record(dump, len, r, &err)))
+		if (r->type == IBV_MIGR_OBJ_CQ && r->handle == handle)
+			return (const void *)(r + 1);
+	die("no record of CQ %u", handle);
+	return NULL;
+}
+
+static int do_evfds(void)
+{
+	struct ep e = {0};
+	struct evq q = {0}, n = {0};
+	struct restored objs[32];
+	const struct rxe_migr_rec_hdr *rec;
+	const struct rxe_migr_cq *c1, *c2, *c3;
+	uint32_t h1, h2, h_async, qpn_a, qpn_b, seen_async = 0, seen_ch = 0;
+	int count, len, err = 0, k = 0, moved;
+	static char dump[1 << 20];
+	union ibv_gid gid;
+
+	e.ctx = q.ctx = open_ctx();
+	q.ch1 = ibv_create_comp_channel(e.ctx);
+	q.ch2 = ibv_create_comp_channel(e.ctx);
+	if (!q.ch1 || !q.ch2)
+		die("create_comp_channel");
+	/* move channel 2 to another fd number */
+	moved = fcntl(q.ch2->fd, F_DUPFD_CLOEXEC, 200);
+	if (moved < 0)
+		die("dup");
+	close(q.ch2->fd);
+	q.ch2->fd = moved;
+
+	e.pd = ibv_alloc_pd(e.ctx);
+	e.buf_len = 4096;
+	e.buf = map_buf(e.buf_len, NULL);
+	e.mr = ibv_reg_mr(e.pd, e.buf, e.buf_len, IBV_ACCESS_LOCAL_WRITE);
+	q.cq1 = ibv_create_cq(e.ctx, 8, NULL, q.ch1, 0);
+	q.cq2 = ibv_create_cq(e.ctx, 8, NULL, q.ch2, 0);
+	q.cq3 = ibv_create_cq(e.ctx, 8, NULL, NULL, 0);
+	if (!e.pd || !e.mr || !q.cq1 || !q.cq2 || !q.cq3)
+		die("setup: %s", strerror(errno));
+	{
+		struct ibv_qp_init_attr ia = { .send_cq = q.cq3, .recv_cq = q.cq1,
+			.cap = { .max_send_wr = 4, .max_recv_wr = EV_SLOTS,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.qp_type = IBV_QPT_RC };
+
+		q.a = ibv_create_qp(e.pd, &ia);
+		ia.recv_cq = q.cq2;
+		q.b = ibv_create_qp(e.pd, &ia);
+		if (!q.a || !q.b)
+			die("create_qp: %s", strerror(errno));
+	}
+	if (ibv_query_gid(e.ctx, 1, GID_INDEX, &gid))
+		die("query_gid");
+	ev_connect(q.a, q.b->qp_num, gid.raw);
+	ev_connect(q.b, q.a->qp_num, gid.raw);
+	qpn_a = q.a->qp_num;
+	qpn_b = q.b->qp_num;
+	for (int i = 0; i < EV_SLOTS; i++) {
+		ev_post_recv(&e, q.a, i);
+		ev_post_recv(&e, q.b, EV_SLOTS + i);
+	}
+	/* both receive CQs armed; a -> b fires cq2's event, left unread */
+	if (ibv_req_notify_cq(q.cq1, 0) || ibv_req_notify_cq(q.cq2, 0))
+		die("req_notify_cq");
+	ev_send(&e, q.a, 1);
+	ev_drain_sends(q.cq3, 1);
+	{
+		struct pollfd p = { .fd = q.ch2->fd, .events = POLLIN };
+
+		if (poll(&p, 1, 60000) != 1)
+			die("no event on channel 2 before the dump");
+	}
+
+	len = ibv_dump_context(e.ctx, &count, dump, sizeof(dump));
+	if (len < 0 || len > (int)sizeof(dump) || ibv_migr_check_dump(dump, len))
+		die("ibv_dump_context: %d", len);
+	/* the dumper's view: which record is which of our fds */
+	h1 = ev_identify(e.ctx, q.ch1->fd, IBV_MIGR_OBJ_COMP_CHANNEL);
+	h2 = ev_identify(e.ctx, q.ch2->fd, IBV_MIGR_OBJ_COMP_CHANNEL);
+	h_async = ev_identify(e.ctx, e.ctx->async_fd, IBV_MIGR_OBJ_ASYNC_EVENT);
+	if (h1 == h2 || h1 == h_async || h2 == h_async)
+		die("event fds share a handle: %u %u %u", h1, h2, h_async);
+	for (rec = NULL; (rec = ibv_migr_next_record(dump, len, rec, &err));) {
+		const struct rxe_migr_event_file *ef = (const void *)(rec + 1);
+
+		if (rec->type == IBV_MIGR_OBJ_ASYNC_EVENT) {
+			if (!(ef->flags & RXE_MIGR_EVF_DEFAULT_ASYNC) ||
+			    rec->handle != h_async)
+				die("async event record %u flags %u", rec->handle, ef->flags);
+			seen_async++;
+		} else if (rec->type == IBV_MIGR_OBJ_COMP_CHANNEL) {
+			uint32_t want = rec->handle == h1 ? 0 : 1;
+
+			if ((rec->handle != h1 && rec->handle != h2) ||
+			    ef->events_pending != want)
+				die("channel record %u: %u events pending", rec->handle,
+				    ef->events_pending);
+			seen_ch++;
+		}
+	}
+	if (seen_async != 1 || seen_ch != 2)
+		die("%u async and %u channel records", seen_async, seen_ch);
+	c1 = ev_cq_rec(dump, len, q.cq1->handle);
+	c2 = ev_cq_rec(dump, len, q.cq2->handle);
+	c3 = ev_cq_rec(dump, len, q.cq3->handle);
+	if (c1->comp_channel != h1 || c2->comp_channel != h2 || c3->comp_channel != ~0u)
+		die("CQ channels %u %u %u, expected %u %u none", c1->comp_channel,
+		    c2->comp_channel, c3->comp_channel, h1, h2);
+	if (c1->notify != RXE_MIGR_CQ_NOTIFY_NEXT || c2->notify != RXE_MIGR_CQ_NOTIFY_NONE ||
+	    c1->comp_events_pending != 0 || c2->comp_events_pending != 1)
+		die("CQ notify %u/%u pending %u/%u", c1->notify, c2->notify,
+		    c1->comp_events_pending, c2->comp_events_pending);
+	ev_check_fds(e.ctx, &q, h1, h2, h_async);
+	printf("DUMPED %d records; channel handles %u (fd %d) and %u (fd %d), "
+	       "async %u (fd %d)\n", count, h1, q.ch1->fd, h2, q.ch2->fd, h_async,
+	       e.ctx->async_fd);
+
+	/* the source goes away: numbers and memory stay for the restore */
+	ibv_destroy_qp(q.a);
+	ibv_destroy_qp(q.b);
+	ibv_destroy_cq(q.cq1);
+	ibv_destroy_cq(q.cq2);
+	ibv_destroy_cq(q.cq3);
+	ibv_destroy_comp_channel(q.ch1);
+	ibv_destroy_comp_channel(q.ch2);
+	ibv_dereg_mr(e.mr);
+	ibv_dealloc_pd(e.pd);
+	ibv_close_device(e.ctx);
+
+	n.ctx = open_ctx();
+	for (rec = NULL; !err && (rec = ibv_migr_next_record(dump, len, rec, &err));) {
+		struct ibv_restore_args a = { .record = rec };
+		const void *b = rec + 1;
+		void *obj = NULL;
+
+		if (rec->type == IBV_MIGR_OBJ_MR) {
+			a.pd = find(objs, k, IBV_MIGR_OBJ_PD,
+				    ((const struct rxe_migr_mr *)b)->pd_handle);
+		} else if (rec->type == IBV_MIGR_OBJ_CQ) {
+			const struct rxe_migr_cq *cr = b;
+
+			a.channel = cr->comp_channel == ~0u ? NULL :
+				find(objs, k, IBV_MIGR_OBJ_COMP_CHANNEL, cr->comp_channel);
+		} else if (rec->type == IBV_MIGR_OBJ_QP) {
+			const struct rxe_migr_qp *qr = b;
+
+			a.pd = find(objs, k, IBV_MIGR_OBJ_PD, qr->pd_handle);
+			a.send_cq = find(objs, k, IBV_MIGR_OBJ_CQ, qr->send_cq_handle);
+			a.recv_cq = find(objs, k, IBV_MIGR_OBJ_CQ, qr->recv_cq_handle);
+		}
+		err = ibv_restore_object(n.ctx, &obj, rec->type, IBV_RESTORE_CREATE,
+					 &a, sizeof(a));
+		if (err)
+			die("restore of type %u handle %u: %s", rec->type, rec->handle,
+			    strerror(-err));
+		objs[k].obj = obj;
+		objs[k].type = rec->type;
+		objs[k].handle = rec->handle;
+		k++;
+	}
+	for (rec = NULL; !err && (rec = ibv_migr_next_record(dump, len, rec, &err));) {
+		struct ibv_restore_args a = { .record = rec };
+		void *obj = find(objs, k, rec->type, rec->handle);
+
+		err = ibv_restore_object(n.ctx, &obj, rec->type, IBV_RESTORE_REFILL,
+					 &a, sizeof(a));
+		if (err)
+			die("refill of type %u handle %u: %s", rec->type, rec->handle,
+			    strerror(-err));
+	}
+	ibv_restore_object(n.ctx, NULL, 0, IBV_RESTORE_FINISH, NULL, 0);
+	n.ch1 = find(objs, k, IBV_MIGR_OBJ_COMP_CHANNEL, h1);
+	n.ch2 = find(objs, k, IBV_MIGR_OBJ_COMP_CHANNEL, h2);
+	for (int i = 0; i < k; i++) {
+		if (objs[i].type == IBV_MIGR_OBJ_CQ) {
+			struct ibv_cq *cq = objs[i].obj;
+
+			if (cq->channel == n.ch1)
+				n.cq1 = cq;
+			else if (cq->channel == n.ch2)
+				n.cq2 = cq;
+			else
+				n.cq3 = cq;
+		} else if (objs[i].type == IBV_MIGR_OBJ_QP) {
+			struct ibv_qp *qp = objs[i].obj;
+
+			if (qp->qp_num == qpn_a)
+				n.a = qp;
+			else if (qp->qp_num == qpn_b)
+				n.b = qp;
+		} else if (objs[i].type == IBV_MIGR_OBJ_MR) {
+			e.mr = objs[i].obj;
+		}
+	}
+	if (!n.ch1 || !n.ch2 || !n.cq1 || !n.cq2 || !n.cq3 || !n.a || !n.b || !e.mr)
+		die("restored objects incomplete");
+	printf("RESTORED %d objects\n", k);
+
+	/* the event that was unread at dump time is queued again */
+	ev_expect_event(n.ch2, n.cq2, "unread event of cq2");
+	ev_expect_recv(&e, n.cq2, qpn_a, 1, "message a -> b");
+	ev_expect_quiet(n.ch1, "after the unread event");
+	/* cq1 was armed at dump time: b -> a fires its restored channel */
+	ev_send(&e, n.b, 2);
+	ev_expect_event(n.ch1, n.cq1, "b -> a on cq1");
+	ev_expect_recv(&e, n.cq1, qpn_b, 2, "message b -> a");
+	ev_expect_quiet(n.ch2, "b -> a");
+	/* re-armed by the application, cq2 fires channel 2 again */
+	if (ibv_req_notify_cq(n.cq2, 0))
+		die("req_notify_cq");
+	ev_send(&e, n.a, 3);
+	ev_expect_event(n.ch2, n.cq2, "a -> b on cq2");
+	ev_expect_recv(&e, n.cq2, qpn_a, 3, "message a -> b after restore");
+	ev_expect_quiet(n.ch1, "a -> b");
+	ev_drain_sends(n.cq3, 2);
+	printf("OK event fds identified; events arrive on the restored channels of the right CQs\n");
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -791,5 +1281,7 @@ int main(int argc, char **argv)
 		return do_take(&o);
 	if (!strcmp(o.mode, "hostile"))
 		return do_hostile(&o);
+	if (!strcmp(o.mode, "evfds"))
+		return do_evfds();
 	die("unknown mode %s", o.mode);
 }

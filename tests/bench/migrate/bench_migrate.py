@@ -3,15 +3,24 @@
 copy it over the same guest link, runc restore) for containers with 16, 64
 and 256 MiB of touched memory, interleaved in one run between two guests.
 
-Prints a Markdown table: downtime and total time of both, their ratios, and
-the physical limit (memory bytes / link bandwidth measured between the same
-guests with a plain TCP copy). Under TCG only the ratios mean something.
+For every size and repetition both ways run back to back (the order flips
+each repetition), so both see the same machine load. A 1 MiB container
+migrated the crx way gives CRIU's fixed cost (the part of a migration that
+does not grow with memory). The physical limit of a migration is its
+memory bytes over the link bandwidth, measured with a plain TCP copy
+between the same two guests before and after the runs.
 
-Usage: tests/bench/migrate/bench_migrate.py [--sizes 16,64,256] [--build DIR]
+Prints per-run lines, the phase profile of every crx migration (its JSON
+report) and a Markdown table of medians with the ratios. Under TCG only
+the ratios mean something.
+
+Usage: tests/bench/migrate/bench_migrate.py [--sizes 16,64,256] [--reps 2]
+           [--pre-copy 3] [--build DIR] [--json FILE]
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
@@ -23,15 +32,17 @@ from testbed import Testbed  # noqa: E402
 
 KEY = "0123456789abcdef0123456789abcdef"
 PORT = 7070
+BASELINE_MIB = 1  # CRIU's fixed cost: a container with (almost) no memory
 
-# A plain TCP copy between the guests (python3 of the shared host root).
+# A plain TCP copy between the guests (python3 of the shared host root):
+# the receiver writes what it gets to stdout, the sender reads stdin.
 COPY_RECV = ("python3 -c \"import socket,sys;s=socket.socket();"
              "s.setsockopt(socket.SOL_SOCKET,socket.SO_REUSEADDR,1);s.bind(('0.0.0.0',{port}));"
-             "s.listen(1);c,_=s.accept();f=open('{path}','wb')\n"
-             "while True:\n d=c.recv(1<<20)\n if not d: break\n f.write(d)\"")
-COPY_SEND = ("python3 -c \"import socket;s=socket.create_connection(('{ip}',{port}));"
-             "f=open('{path}','rb')\n"
-             "while True:\n d=f.read(1<<20)\n if not d: break\n s.sendall(d)\"")
+             "s.listen(1);c,_=s.accept();o=sys.stdout.buffer\n"
+             "while True:\n d=c.recv(1<<20)\n if not d: break\n o.write(d)\"")
+COPY_SEND = ("python3 -c \"import socket,sys;s=socket.create_connection(('{ip}',{port}));"
+             "i=sys.stdin.buffer\n"
+             "while True:\n d=i.read(1<<20)\n if not d: break\n s.sendall(d)\"")
 
 
 def sh(tb, k, cmd, timeout=900):
@@ -39,6 +50,24 @@ def sh(tb, k, cmd, timeout=900):
     if rc != 0:
         raise RuntimeError(f"g{k}: `{cmd}` -> {rc}\n{out}\n{err}")
     return out
+
+
+def wait_ok(tb, h, what, timeout=900):
+    rc, out, err = tb.wait(h, timeout=timeout)
+    if rc != 0:
+        raise RuntimeError(f"{what} -> {rc}\n{out}\n{err}")
+    return out
+
+
+def wait_listening(tb, k, port, timeout=60):
+    """Until something listens on TCP `port` in guest k."""
+    until = time.monotonic() + timeout
+    while time.monotonic() < until:
+        rc, out, _ = tb.run(k, f"ss -Htln 'sport = :{port}'", timeout=30)
+        if rc == 0 and out.strip():
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"g{k}: nothing listens on port {port}")
 
 
 def make_bundle(scratch, crx):
@@ -61,93 +90,189 @@ def make_bundle(scratch, crx):
     return b
 
 
-def set_size(tb, k, mib, cid):
-    sh(tb, k, "python3 - <<'E'\nimport json\np='/tmp/bundle/config.json'\n"
-              "s=json.load(open(p))\n"
-              f"s['process']['args']=['/memhog','{mib}','/out/{cid}.log']\n"
-              "json.dump(s,open(p,'w'))\nE")
+def set_size(tb, mib, cid):
+    """Both guests' /tmp/bundle run memhog MIB with the log of `cid` (the
+    same bytes on both ends, so the config hashes match)."""
+    for k in (0, 1):
+        sh(tb, k, "python3 - <<'E'\nimport json\np='/tmp/bundle/config.json'\n"
+                  "s=json.load(open(p))\n"
+                  f"s['process']['args']=['/memhog','{mib}','/out/{cid}.log']\n"
+                  "json.dump(s,open(p,'w'))\nE")
+
+
+def count_log(scratch, cid):
+    try:
+        with open(os.path.join(scratch, "out", f"{cid}.log")) as f:
+            return [int(x) for x in f.read().split()]
+    except FileNotFoundError:
+        return []
+
+
+def start_memhog(tb, scratch, cid, start_cmd):
+    """Starts the container and waits until memhog has touched its memory
+    (it logs its first count only after that)."""
+    sh(tb, 0, start_cmd)
+    until = time.monotonic() + 600
+    while len(count_log(scratch, cid)) < 3:
+        if time.monotonic() > until:
+            raise RuntimeError(f"{cid}: memhog never started counting")
+        time.sleep(0.5)
+    return len(count_log(scratch, cid))
+
+
+def check_counts_on(scratch, cid, before):
+    """After the migration the counter goes on from where it stopped: one
+    unbroken sequence 0..n, longer than before (a restart would log 0
+    again)."""
+    until = time.monotonic() + 120
+    while True:
+        n = count_log(scratch, cid)
+        if n != list(range(len(n))):
+            raise RuntimeError(f"{cid}: the count did not go on where it stopped: ...{n[-20:]}")
+        if len(n) > before + 3:
+            return
+        if time.monotonic() > until:
+            raise RuntimeError(f"{cid}: the migrated container does not count ({len(n)} lines)")
+        time.sleep(0.5)
 
 
 def link_bandwidth(tb, mib=64):
+    """Bytes/s of a plain TCP copy of MIB MiB from RAM to RAM, g0 -> g1."""
     sh(tb, 0, f"head -c {mib << 20} /dev/urandom > /tmp/blob")
-    h = tb.spawn(1, COPY_RECV.format(port=PORT + 1, path="/tmp/blob"))
-    time.sleep(2)
+    h = tb.spawn(1, COPY_RECV.format(port=PORT + 1) + " >/dev/null")
+    wait_listening(tb, 1, PORT + 1)
     t = time.monotonic()
-    sh(tb, 0, COPY_SEND.format(ip=tb.ip(1), port=PORT + 1, path="/tmp/blob"))
-    tb.wait(h, timeout=600)
+    sh(tb, 0, COPY_SEND.format(ip=tb.ip(1), port=PORT + 1) + " </tmp/blob")
+    wait_ok(tb, h, "bandwidth receiver")
     dt = time.monotonic() - t
     sh(tb, 0, "rm -f /tmp/blob")
-    sh(tb, 1, "rm -f /tmp/blob")
     return (mib << 20) / dt
 
 
-def crx_way(tb, crx, mib, cid):
-    set_size(tb, 0, mib, cid)
-    set_size(tb, 1, mib, cid)
-    sh(tb, 0, f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
-    time.sleep(3)
+def crx_way(tb, crx, mib, cid, pre_copy):
+    set_size(tb, mib, cid)
+    before = start_memhog(tb, tb.scratch, cid,
+                          f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
     h = tb.spawn(1, f"{crx} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
                     f"--image-dir /run/crx-migrate --format json")
-    time.sleep(2)
+    wait_listening(tb, 1, PORT)
     t = time.monotonic()
-    out = sh(tb, 0, f"{crx} migrate {cid} --to {tb.ip(1)}:{PORT} --key /tmp/key --format json")
+    out = sh(tb, 0, f"{crx} migrate {cid} --to {tb.ip(1)}:{PORT} --key /tmp/key "
+                    f"--pre-copy {pre_copy} --format json")
     total = time.monotonic() - t
-    tb.wait(h, timeout=600)
-    rep = json.loads(out.strip().splitlines()[-1])
+    recv = wait_ok(tb, h, "crx receive")
+    check_counts_on(tb.scratch, cid, before)
     sh(tb, 1, f"{crx} kill {cid} KILL; sleep 1; {crx} delete -f {cid}")
-    return rep["downtime_seconds"], total
+    rep = json.loads(out.strip().splitlines()[-1])
+    rrep = json.loads(recv.strip().splitlines()[-1])
+    return {"downtime": rep["downtime_seconds"], "total": total, "report": rep,
+            "receiver": rrep}
 
 
-def runc_way(tb, mib, cid):
-    set_size(tb, 0, mib, cid)
-    set_size(tb, 1, mib, cid)
-    sh(tb, 0, f"cd /tmp/bundle && runc run -d {cid} </dev/null >/dev/null 2>&1")
-    time.sleep(3)
-    t = time.monotonic()
-    sh(tb, 0, f"runc checkpoint --image-path /tmp/img-{cid} {cid}")
-    sh(tb, 0, f"tar -C /tmp/img-{cid} -cf /tmp/img-{cid}.tar .")
-    h = tb.spawn(1, COPY_RECV.format(port=PORT + 2, path=f"/tmp/img-{cid}.tar"))
-    time.sleep(1)
-    sh(tb, 0, COPY_SEND.format(ip=tb.ip(1), port=PORT + 2, path=f"/tmp/img-{cid}.tar"))
-    tb.wait(h, timeout=600)
-    sh(tb, 1, f"mkdir -p /tmp/img-{cid} && tar -C /tmp/img-{cid} -xf /tmp/img-{cid}.tar && "
-              f"cd /tmp/bundle && runc restore -d --image-path /tmp/img-{cid} {cid} "
+def runc_way(tb, mib, cid, keep_logs=None):
+    set_size(tb, mib, cid)
+    before = start_memhog(tb, tb.scratch, cid,
+                          f"cd /tmp/bundle && runc run -d {cid} </dev/null >/dev/null 2>&1")
+    img = f"/tmp/img-{cid}"  # tmpfs (RAM) on both ends, as crx's images
+    h = tb.spawn(1, f"mkdir -p {img} && " + COPY_RECV.format(port=PORT + 2) +
+                 f" | tar -C {img} -xf -")
+    wait_listening(tb, 1, PORT + 2)
+    t0 = time.monotonic()
+    sh(tb, 0, f"runc checkpoint --image-path {img} {cid}")
+    t1 = time.monotonic()
+    sh(tb, 0, f"tar -C {img} -cf - . | " + COPY_SEND.format(ip=tb.ip(1), port=PORT + 2))
+    wait_ok(tb, h, "image copy receiver")
+    t2 = time.monotonic()
+    sh(tb, 1, f"cd /tmp/bundle && runc restore -d --image-path {img} {cid} "
               "</dev/null >/dev/null 2>&1")
-    total = time.monotonic() - t
+    t3 = time.monotonic()
+    check_counts_on(tb.scratch, cid, before)
     sh(tb, 1, f"runc kill {cid} KILL; sleep 1; runc delete -f {cid}")
-    sh(tb, 0, f"rm -rf /tmp/img-{cid} /tmp/img-{cid}.tar")
-    sh(tb, 1, f"rm -rf /tmp/img-{cid} /tmp/img-{cid}.tar")
-    return total, total  # the container is stopped from checkpoint to restore
+    if keep_logs:  # CRIU's logs of the checkpoint (source) and restore (destination)
+        sh(tb, 0, f"cp {img}/dump.log {keep_logs}/runc-dump.log")
+        sh(tb, 1, f"cp {img}/restore.log {keep_logs}/runc-restore.log")
+    sh(tb, 0, f"rm -rf {img}")
+    sh(tb, 1, f"rm -rf {img}")
+    # The container is stopped from the checkpoint's start to the restore's end.
+    return {"downtime": t3 - t0, "total": t3 - t0,
+            "phases": {"checkpoint": t1 - t0, "copy": t2 - t1, "restore": t3 - t2}}
+
+
+def phases(rep):
+    return ", ".join(f"{p['name']} {p['seconds']:.2f}" for p in rep["phases"])
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="16,64,256")
+    ap.add_argument("--reps", type=int, default=2)
+    ap.add_argument("--pre-copy", type=int, default=3)
     ap.add_argument("--build", default=os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build")))
+    ap.add_argument("--json", help="write all measurements here")
     a = ap.parse_args()
     crx = os.path.join(a.build, "crx")
     sizes = [int(x) for x in a.sizes.split(",")]
+    runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx": {}, "runc": {}, "baseline": []}
+    # Memory: the container, its image in RAM on the receiving end (runc way:
+    # also the source's image dir), and the guest itself.
     with Testbed(2, rxe=False, memory_mb=max(768, 3 * max(sizes) + 512)) as tb:
         tb.start()
         b = make_bundle(tb.scratch, crx)
         for k in (0, 1):
             sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {KEY} > /tmp/key && chmod 600 /tmp/key")
-        bw = link_bandwidth(tb)
-        rows = []
-        for mib in sizes:  # interleaved: crx, runc, for each size
-            cd, ct = crx_way(tb, crx, mib, f"crx{mib}")
-            rd, rt = runc_way(tb, mib, f"runc{mib}")
-            limit = (mib << 20) / bw
-            rows.append((mib, cd, rd, ct, rt, limit))
-            print(f"{mib} MiB: crx downtime {cd:.2f}s total {ct:.2f}s; runc-way {rd:.2f}s; "
-                  f"limit {limit:.2f}s", flush=True)
-    print(f"\nlink bandwidth between the guests: {bw / 1e6:.1f} MB/s\n")
-    print("| memory | crx downtime | runc-way downtime | ratio | crx total | "
-          "runc-way total | limit (mem/bw) | crx total / limit |")
-    print("|---|---|---|---|---|---|---|---|")
-    for mib, cd, rd, ct, rt, limit in rows:
+        bw = [link_bandwidth(tb)]
+        print(f"link: {bw[0] / 1e6:.1f} MB/s", flush=True)
+        # Warm-up (not counted): the first CRIU, runc and crx runs read their
+        # binaries over 9p and are several times slower than the later ones.
+        crx_way(tb, crx, BASELINE_MIB, "warmcrx", a.pre_copy)
+        runc_way(tb, BASELINE_MIB, "warmrunc")
+        for rep in range(a.reps):
+            r = crx_way(tb, crx, BASELINE_MIB, f"base{rep}", a.pre_copy)
+            runs["baseline"].append(r)
+            print(f"{BASELINE_MIB} MiB crx (fixed cost): downtime {r['downtime']:.2f} s, "
+                  f"total {r['total']:.2f} s [{phases(r['report'])}]", flush=True)
+        for mib in sizes:
+            for rep in range(a.reps):
+                order = ("crx", "runc") if rep % 2 == 0 else ("runc", "crx")
+                for way in order:
+                    cid = f"{way}{mib}r{rep}"
+                    if way == "crx":
+                        r = crx_way(tb, crx, mib, cid, a.pre_copy)
+                        detail = (f"[{phases(r['report'])}] rounds " +
+                                  ", ".join(f"{x['page_bytes'] >> 10} KiB"
+                                            for x in r["report"]["rounds"]) +
+                                  f"; receiver [{phases(r['receiver'])}]")
+                    else:
+                        r = runc_way(tb, mib, cid)
+                        detail = "[" + ", ".join(f"{k} {v:.2f}" for k, v in r["phases"].items()) + "]"
+                    runs[way].setdefault(mib, []).append(r)
+                    print(f"{mib} MiB {way} #{rep}: downtime {r['downtime']:.2f} s, "
+                          f"total {r['total']:.2f} s {detail}", flush=True)
+        bw.append(link_bandwidth(tb))
+        print(f"link: {bw[1] / 1e6:.1f} MB/s", flush=True)
+    runs["bandwidth"] = bw
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(runs, f, indent=1)
+
+    link = statistics.mean(bw)
+    med = statistics.median
+    fixed = med(r["total"] for r in runs["baseline"])
+    print(f"\nlink bandwidth between the guests: {link / 1e6:.1f} MB/s "
+          f"(before {bw[0] / 1e6:.1f}, after {bw[1] / 1e6:.1f}); CRIU's fixed cost "
+          f"(crx total for a {BASELINE_MIB} MiB container): {fixed:.2f} s; "
+          f"medians of {a.reps} runs, crx with --pre-copy {a.pre_copy}\n")
+    print("| memory | crx downtime | runc-way downtime | downtime ratio | crx total | "
+          "runc-way total | total ratio | limit (mem/bw) | crx total / (1.3 limit + fixed) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for mib in sizes:
+        cd = med(r["downtime"] for r in runs["crx"][mib])
+        ct = med(r["total"] for r in runs["crx"][mib])
+        rd = med(r["downtime"] for r in runs["runc"][mib])
+        rt = med(r["total"] for r in runs["runc"][mib])
+        limit = (mib << 20) / link
         print(f"| {mib} MiB | {cd:.2f} s | {rd:.2f} s | {cd / rd:.2f} | {ct:.2f} s | "
-              f"{rt:.2f} s | {limit:.2f} s | {ct / limit:.2f} |")
+              f"{rt:.2f} s | {ct / rt:.2f} | {limit:.2f} s | {ct / (1.3 * limit + fixed):.2f} |")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Where does a crx migration spend its time? Boots two guests, migrates one
+memhog container (the benchmark's workload) the crx way with CRIU's logs
+kept, and prints the crx reports of both ends plus the steps of each CRIU
+log (dump on the source, page server and restore on the destination) that
+took longer than --gap seconds.
+
+Usage: tests/bench/migrate/profile_migrate.py [--mib 16] [--pre-copy 0]
+           [--build DIR] [--gap 0.2] [--runc] [--keep DIR]
+"""
+import argparse
+import os
+import re
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import bench_migrate as bm  # noqa: E402
+
+# CRIU's work dirs vanish when crx is done: copy the logs while it runs.
+KEEP_LOGS = ("while :; do for f in {src}/*/*.log {src}/*.log; do [ -f \"$f\" ] && "
+             "{{ d={dst}/$(echo \"$f\" | tr / _); cp \"$f\" \"$d\" 2>/dev/null; }}; done; "
+             "sleep 0.1; done")
+STAMP = re.compile(r"^\((\d+\.\d+)\)")
+
+
+def slow_steps(text, gap):
+    out, prev_t, prev_line = [], None, ""
+    for line in text.splitlines():
+        m = STAMP.match(line)
+        if not m:
+            continue
+        t = float(m.group(1))
+        if prev_t is not None and t - prev_t >= gap:
+            out.append(f"  +{t - prev_t:6.2f} s  after: {prev_line[:110]}\n"
+                       f"             before: {line[:110]}")
+        prev_t, prev_line = t, line
+    if prev_t is not None:
+        out.append(f"  log spans {prev_t:.2f} s")
+    return "\n".join(out)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mib", type=int, default=16)
+    ap.add_argument("--pre-copy", type=int, default=0)
+    ap.add_argument("--gap", type=float, default=0.2)
+    ap.add_argument("--runc", action="store_true", help="also profile the runc way")
+    ap.add_argument("--keep", help="copy the full CRIU logs into this host dir")
+    ap.add_argument("--build", default=os.environ.get("CRX_BUILD_DIR", os.path.join(bm.ROOT, "build")))
+    a = ap.parse_args()
+    crx = os.path.join(a.build, "crx")
+    with bm.Testbed(2, rxe=False, memory_mb=max(768, 3 * a.mib + 512)) as tb:
+        tb.start()
+        b = bm.make_bundle(tb.scratch, crx)
+        for k in (0, 1):
+            bm.sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {bm.KEY} > /tmp/key && "
+                         "chmod 600 /tmp/key && mkdir -p /tmp/logs")
+        bm.crx_way(tb, crx, 1, "warm", a.pre_copy)  # binaries into the page cache
+        keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx/migrate/out-*", dst="/tmp/logs")),
+                tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst="/tmp/logs"))]
+        time.sleep(1)
+        r = bm.crx_way(tb, crx, a.mib, "prof", a.pre_copy)
+        for h in keep:
+            tb.kill(h)
+        print("sender:", bm.phases(r["report"]))
+        print("rounds:", r["report"]["rounds"])
+        print("receiver:", bm.phases(r["receiver"]))
+        for k in (0, 1):
+            names = bm.sh(tb, k, "ls /tmp/logs").split()
+            for n in names:
+                if "warm" in n:
+                    continue
+                print(f"\n== g{k} {n}")
+                print(slow_steps(bm.sh(tb, k, f"cat /tmp/logs/{n}"), a.gap))
+        logs = os.path.join(tb.scratch, "logs")
+        os.makedirs(logs, exist_ok=True)
+        for k in (0, 1):
+            bm.sh(tb, k, f"cp /tmp/logs/* {logs}/")
+        if a.runc:
+            r = bm.runc_way(tb, a.mib, "rprof", keep_logs=logs)
+            print("\nrunc way:", r["phases"])
+            for n in ("runc-dump.log", "runc-restore.log"):
+                with open(os.path.join(logs, n)) as f:
+                    print(f"\n== {n}\n" + slow_steps(f.read(), a.gap))
+        if a.keep:
+            shutil.copytree(logs, a.keep, dirs_exist_ok=True)
+            print(f"\nfull logs in {a.keep}")
+
+
+if __name__ == "__main__":
+    main()

@@ -16,6 +16,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, HERE)
 import bench_migrate as bm  # noqa: E402
 

@@ -8,6 +8,13 @@
   arrives exactly once and in order: 1 QP, 16 QPs, 4 QPs on an SRQ;
 - the dumped QPN is taken on g2 first: restore fails cleanly, and succeeds
   once the number is free again;
+- the resume message is lost (the partner drops RoCE packets from the
+  restored node for a while): it is resent until the partner answers and
+  the transfer completes; with the partner unreachable, it is resent
+  exactly retry_cnt times and then no more;
+- one process with two completion channels (one renumbered) and the async
+  fd: the dump identifies each event fd and each CQ's channel; restored,
+  completion events arrive on the right restored channels;
 - hostile inputs to every new uverbs method are refused;
 - kill -INT / kill -9 of verbs processes mid-transfer, patched and stock
   module: no oops or WARN in any guest's kernel log.
@@ -90,7 +97,25 @@ class RxeMigrTest(VmTestCase):
             time.sleep(0.5)
         self.fail(f"timed out waiting for {pattern!r} in {h_out_path}")
 
-    def migrate(self, qps, count, dump_after, srq=False, take_first=False):
+    # a resume message is a 60-byte IP packet (IP 20 + UDP 8 + BTH 12 +
+    # payload 16 + ICRC 4): a quota of 150 bytes drops exactly the first two
+    RESUME_QUOTA = "-m quota --quota 150 "
+
+    def drop_rule(self, action, quota=""):
+        """iptables on the partner g1: drop RoCE packets from g2"""
+        return (f"iptables {action} INPUT -p udp --dport 4791 -s {self.tb.ip(2)} "
+                f"{quota}-j DROP")
+
+    def dropped(self):
+        rc, out, err = self.tb.run(1, "iptables -L INPUT -v -x -n", timeout=60)
+        self.assertEqual(rc, 0, err)
+        for line in out.splitlines():
+            if "dpt:4791" in line and self.tb.ip(2) in line:
+                return int(line.split()[0])
+        self.fail(f"drop rule missing:\n{out}")
+
+    def migrate(self, qps, count, dump_after, srq=False, take_first=False,
+                lose_resume=None):
         tb, port = self.tb, self.next_port()
         dump = os.path.join(tb.scratch, f"dump-{port}")
         recv_log = dump + ".recv"
@@ -123,8 +148,42 @@ class RxeMigrTest(VmTestCase):
                       flush=True)
                 tb.kill(holder)
                 tb.wait(holder, timeout=60)
-            rc, out, err = tb.run(2, self.t(f"restore --dump {dump} --count {count}"),
-                                  timeout=900)
+            if lose_resume:
+                # "lost": the first two resume messages of g2 never reach g1
+                # (the third, after two retransmission timeouts, does);
+                # "gone": nothing of g2 reaches g1
+                quota = self.RESUME_QUOTA if lose_resume == "lost" else ""
+                self.sh(tb, 1, self.drop_rule("-I", quota), timeout=60)
+                restore_log = dump + ".restore"
+                restore = tb.spawn(2, self.t(f"restore --dump {dump} --count {count}")
+                                   + f" > {restore_log} 2>&1")
+                self.wait_line(restore_log, "RESTORED", 600)
+                if lose_resume == "gone":
+                    # retry_cnt 3, timeout 2.1 s: the resume is sent 1 + 3
+                    # times, then never again (no spinning)
+                    time.sleep(30)
+                    first = self.dropped()
+                    time.sleep(15)
+                    self.assertEqual(self.dropped(), first)
+                    self.assertEqual(first, 4, "resume sent 1 + retry_cnt times")
+                    print(f"partner unreachable: resume sent {first} times, then no more",
+                          flush=True)
+                    tb.kill(restore)
+                    tb.wait(restore, timeout=60)
+                    self.sh(tb, 1, self.drop_rule("-D"), timeout=60)
+                    self.check_logs()
+                    return
+                rc, out, err = tb.wait(restore, timeout=900)
+                with open(restore_log) as f:
+                    out = f.read()
+                lost = self.dropped()
+                self.sh(tb, 1, self.drop_rule("-D", quota), timeout=60)
+                self.assertEqual(lost, 2, "the first two resume messages were dropped")
+                print(f"resume lost twice (2 packets from g2 dropped on g1), third got through",
+                      flush=True)
+            else:
+                rc, out, err = tb.run(2, self.t(f"restore --dump {dump} --count {count}"),
+                                      timeout=900)
             self.assertEqual(rc, 0, f"restore on g2:\n{out}\n{err}")
             self.assertIn("each once and in order", out)
             src, sout, serr = tb.wait(send, timeout=600)
@@ -149,10 +208,23 @@ class RxeMigrTest(VmTestCase):
     def test_4_qpn_taken(self):
         self.migrate(1, 200, 50, take_first=True)
 
+    def test_4a_lost_resume(self):
+        self.migrate(1, 300, 100, lose_resume="lost")
+
+    def test_4b_resume_partner_gone(self):
+        self.migrate(1, 300, 100, lose_resume="gone")
+
     def test_5_hostile(self):
         rc, out, err = self.tb.run(0, self.t("hostile"), timeout=300)
         self.assertEqual(rc, 0, out + err)
         print(out.strip().splitlines()[-1], flush=True)
+        self.check_logs()
+
+    def test_5a_event_fds(self):
+        rc, out, err = self.tb.run(0, self.t("evfds"), timeout=600)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("OK event fds identified", out)
+        print(out.strip(), flush=True)
         self.check_logs()
 
     def kill_round(self, sig):

@@ -82,6 +82,16 @@ inline void* restore_object(ibv_context* ctx, int type, int cmd, ibv_restore_arg
     return object;
 }
 
+// Which dump record (async event fd / completion channel) is the caller's
+// fd? type 0: none of ctx's event fds.
+inline ibv_migr_fd_info identify_fd(ibv_context* ctx, int fd)
+{
+    ibv_migr_fd_info info{};
+    if (int err = ibv_migr_identify_fd(ctx, fd, &info))
+        throw_migr(err, "ibv_migr_identify_fd " + std::to_string(fd));
+    return info;
+}
+
 // Releases the handle placeholders of ctx when the restore is over.
 class RestoreSession {
 public:

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "checkpoint/child_process.hpp"
@@ -14,7 +15,9 @@
 #include "common/fs.hpp"
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
+#include "linux/cgroup.hpp"
 #include "migrate/rootfs_stream.hpp"
+#include "migrate/tcp_hush.hpp"
 #include "state/store.hpp"
 
 namespace crx::migrate {
@@ -72,7 +75,7 @@ std::string bundle_config_hash(const std::string& bundle) {
 }
 
 CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags)
-    : g_(std::move(g)), id_(std::move(id)) {
+    : g_(std::move(g)), id_(std::move(id)), tcp_established_(flags.tcp_established) {
   src_ = checkpoint::prepare_source(g_, id_, flags);
 }
 
@@ -109,6 +112,16 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
 void CriuSource::resume() { checkpoint::thaw_container(g_, id_); }
 
 void CriuSource::destroy() {
+  // The connections run on at the destination: the source's copies must
+  // go without a FIN or RST (tcp_hush.hpp). Held until the tasks are gone.
+  std::optional<SilencedTcpSockets> silenced;
+  if (tcp_established_) {
+    auto st = state::StateDir::open(g_.root, id_).load();
+    if (!st.cgroup.is_null() && !st.cgroup.empty()) {
+      silenced.emplace(cgroup::Cgroup::load(st.cgroup).pids());
+      log::debug("silenced " + std::to_string(silenced->count()) + " TCP sockets of " + id_);
+    }
+  }
   checkpoint::kill_frozen_container(g_, id_);
   container::delete_container(g_, id_, true);
 }

@@ -25,6 +25,7 @@ class CriuSource : public SourceSide {
                 const std::string& images_dir, const std::string& parent, int page_fd, const char* log);
   container::GlobalOptions g_;
   std::string id_;
+  bool tcp_established_ = false;
   checkpoint::SourceContainer src_;
 };
 

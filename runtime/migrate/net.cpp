@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -150,6 +151,21 @@ UniqueFd TcpListener::accept(std::chrono::milliseconds timeout, std::string* pee
   tune(fd.get());
   if (peer) *peer = peer_name(fd.get());
   return fd;
+}
+
+void detect_dead_peer(int fd, std::chrono::milliseconds within) {
+  if (within.count() <= 0) return;
+  int secs = std::max<int>(3, static_cast<int>(within.count() / 1000));
+  int one = 1;
+  int idle = std::max(1, secs / 3);
+  int intvl = std::max(1, secs / 6);
+  int cnt = 3;
+  auto user_timeout = static_cast<unsigned>(within.count());
+  ::setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
 }
 
 std::string peer_name(int fd) {

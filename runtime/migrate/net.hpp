@@ -35,6 +35,13 @@ class TcpListener {
   int port_ = 0;
 };
 
+// A link that dies silently (cable pulled, NIC down: no RST, no FIN) must
+// not leave a migration waiting for the longest of its time-outs: TCP
+// keepalive probes an idle connection and TCP_USER_TIMEOUT bounds how long
+// sent data may stay unacknowledged, so the socket fails with ETIMEDOUT
+// about `within` after the link went away, whatever the caller waits for.
+void detect_dead_peer(int fd, std::chrono::milliseconds within);
+
 // The peer's address as text ("10.0.0.1:41234").
 std::string peer_name(int fd);
 

@@ -50,6 +50,7 @@ class Receiver {
     rep_.role = "receiver";
     rep_.peer = peer;
     conn_.set_timeout(o.timeout);
+    detect_dead_peer(conn_.fd(), o.timeout);
   }
 
   MigrationReport run() {
@@ -170,6 +171,7 @@ class Receiver {
     UniqueFd fd = listener_.accept(o_.timeout, &peer);
     FrameConn pc(std::move(fd), "page channel " + peer);
     pc.set_timeout(o_.timeout);
+    detect_dead_peer(pc.fd(), o_.timeout);
     AuthPeer who = authenticate_as_server(pc, *o_.key);
     if (who.channel != "pages" || who.session != session_) {
       pc.send_error_quietly("busy: another migration is in progress");

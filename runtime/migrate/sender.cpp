@@ -90,6 +90,7 @@ class Sender {
     clock_.begin("connect");
     conn_.emplace(connect_tcp(o_.to, o_.timeout), "receiver " + o_.to.str());
     conn_->set_timeout(o_.timeout);
+    detect_dead_peer(conn_->fd(), o_.timeout);
     authenticate_as_client(*conn_, *o_.key, "control", session_);
     Manifest m = o_.manifest;
     m.pre_copy_rounds = o_.pre_copy.max_rounds;
@@ -164,6 +165,7 @@ class Sender {
     authenticate_as_client(pages, *o_.key, "pages", session_);
     UniqueFd page_fd = pages.release_fd();
     set_socket_timeouts(page_fd.get(), o_.timeout);
+    detect_dead_peer(page_fd.get(), o_.timeout);
 
     std::string dir = o_.work_dir + "/" + std::to_string(round_);
     mkdir_p(dir, 0700);

@@ -21,7 +21,10 @@ KEY = "0123456789abcdef0123456789abcdef"
 PORT = 7070
 
 
-def make_bundle(scratch, name="bundle"):
+COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"
+
+
+def make_bundle(scratch, name="bundle", script=COUNTER, own_netns=True):
     """A busybox bundle in the scratch dir; guests copy it to /tmp/bundle."""
     b = os.path.join(scratch, name)
     os.makedirs(os.path.join(b, "rootfs"), exist_ok=True)
@@ -35,8 +38,10 @@ def make_bundle(scratch, name="bundle"):
         "sh", "-c",
         # stdio from the container's own /dev/null: the host's /dev/null that
         # `crx run -d` hands over lives in a mount CRIU cannot see from inside.
-        "exec </dev/null >/dev/null 2>&1; "
-        "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"]
+        "exec </dev/null >/dev/null 2>&1; " + script]
+    if not own_netns:
+        spec["linux"]["namespaces"] = [ns for ns in spec["linux"]["namespaces"]
+                                       if ns["type"] != "network"]
     spec["root"]["readonly"] = False
     out = os.path.join(scratch, "out")
     os.makedirs(out, exist_ok=True)
@@ -242,6 +247,39 @@ class MigrateTest(Base):
         self.assert_one_copy_on_the_source(tb)
         self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
 
+    def test_link_dropped_mid_transfer_leaves_the_source_running(self):
+        """The destination's NIC goes down while the frozen container's final
+        dump is on the wire: no RST, no FIN, just silence. Both ends must
+        notice by their time-outs; the source thaws and counts on."""
+        tb = self.two_guests()
+        self.run_counter(tb)
+        # A slow link from the source keeps the final dump (container frozen)
+        # in transfer long enough to cut the link right there.
+        self.sh(tb, 0, "modprobe sch_tbf 2>/dev/null; "
+                       "tc qdisc add dev eth0 root tbf rate 96kbit burst 8kb latency 5s")
+        log = "/tmp/receiver.log"
+        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                         f"--timeout 20 --image-dir /run/crx-migrate > {log} 2>&1")
+        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
+            time.sleep(0.3)
+        mh = tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
+                         "--timeout 20 --format json")
+        self.wait_for_receiver_phase(tb, log, "checkpoint+transfer")
+        self.sh(tb, 1, "ip link set eth0 down")
+        self.assertEqual(self.state(tb, 0)[0], "paused",
+                         "the link must drop while the source is frozen for the final dump")
+        rc, out, err = tb.wait(mh, timeout=600)
+        rrc, _, _ = tb.wait(rh, timeout=600)
+        rlog = self.sh(tb, 1, f"cat {log}")
+        print("sender:", out, err, "receiver:", rlog, sep="\n", flush=True)
+        self.assertNotEqual(rc, 0, "migrate must fail when the link drops")
+        self.assertEqual(json.loads(out.strip().splitlines()[-1])["outcome"], "rolled back")
+        self.assertNotEqual(rrc, 0, "the receiver must give up when the link drops")
+        self.assertIn("timed out", rlog)
+        self.assert_one_copy_on_the_source(tb)
+        self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
+        self.assertEqual(tb.run(1, "pgrep -x criu")[0], 1, "criu left running on the destination")
+
     def test_unknown_container_and_no_receiver(self):
         tb = self.two_guests()
         rc, out, err = tb.run(0, f"{CRX} migrate nope --to {tb.ip(1)}:{PORT} --key /tmp/key")
@@ -252,6 +290,93 @@ class MigrateTest(Base):
         self.assertNotEqual(rc, 0)
         self.assertIn("is `crx receive` listening there?", err)
         self.assertEqual(self.state(tb, 0)[0], "running")
+
+
+class TcpMigrateTest(Base):
+    """A counting container that holds an established TCP connection moves
+    from g0 to g2 with --tcp-established; its peer runs on g1 outside any
+    container (tcp_peer.py) and checks the stream both ways.
+
+    Who does what: CRIU (driven by crx) moves the connection's state; crx
+    closes the source's copy of the socket silently (tcp_hush.hpp) so the
+    peer sees no FIN/RST; the container runs in the guest's network
+    namespace, so the service address it is reached at belongs to the host,
+    and moving that address is the network's job, done here by the test: the
+    address leaves g0 before the move and comes up on g2 after it (g2 allows
+    binding it meanwhile, ip_nonlocal_bind, for CRIU to restore the socket)."""
+    SERVICE_IP = "10.77.0.200"
+    TCP_PORT = 9000
+
+    def peer_status(self, tb):
+        out = self.sh(tb, 1, f"cat {tb.scratch}/peer.json 2>/dev/null || echo null")
+        return json.loads(out) or {}
+
+    def wait_peer(self, tb, what, cond, timeout=300):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = self.peer_status(tb)
+            if st and cond(st):
+                return st
+            time.sleep(0.5)
+        self.fail(f"peer: {what}: {self.peer_status(tb)}")
+
+    def pings_received(self, tb):
+        out = self.sh(tb, 0, f"cat {tb.scratch}/out/from_peer.log 2>/dev/null || true")
+        return out.splitlines()
+
+    def test_counter_with_established_tcp_moves_to_guest_2(self):
+        tb = self.boot(3, rxe=False)
+        script = (f"{COUNTER.replace('>> /out/count.log;', '>> /out/count.log; echo $i;')}"
+                  f" | nc -l -p {self.TCP_PORT} > /out/from_peer.log")
+        b = make_bundle(tb.scratch, script=script, own_netns=False)
+        for k in (0, 2):
+            self.setup_guest(tb, k, b)
+        self.sh(tb, 0, f"ip addr add {self.SERVICE_IP}/32 dev eth0")
+        self.sh(tb, 2, "sysctl -qw net.ipv4.ip_nonlocal_bind=1")
+        self.run_counter(tb)
+        peer = tb.spawn(1, f"python3 {os.path.dirname(os.path.abspath(__file__))}/tcp_peer.py "
+                           f"{self.SERVICE_IP} {self.TCP_PORT} {tb.scratch}/peer.json "
+                           f"{tb.scratch}/peer.stop")
+        before = self.wait_peer(tb, "no numbers before the move", lambda s: s["numbers"] > 5)
+        rh = tb.spawn(2, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                         f"--image-dir /run/crx-migrate > /tmp/receiver.log 2>&1")
+        while tb.run(2, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
+            time.sleep(0.3)
+        # The network takes the address away from g0 for the move.
+        self.sh(tb, 0, f"ip addr del {self.SERVICE_IP}/32 dev eth0")
+        rc, out, err = tb.run(0, f"{CRX} migrate c1 --to {tb.ip(2)}:{PORT} --key /tmp/key "
+                                 "--tcp-established --format json", timeout=900)
+        rrc, _, _ = tb.wait(rh, timeout=300)
+        rlog = self.sh(tb, 2, "cat /tmp/receiver.log")
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rlog}")
+        self.assertEqual(rrc, 0, rlog)
+        # ... and brings it up on g2; g1 forgets where it was.
+        self.sh(tb, 2, f"ip addr add {self.SERVICE_IP}/32 dev eth0")
+        self.sh(tb, 1, f"ip neigh flush to {self.SERVICE_IP}")
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 2)[0], "running")
+        moved_at = self.peer_status(tb)
+        pings_then = moved_at["pings_sent"]
+        after = self.wait_peer(tb, "the stream did not go on after the move",
+                               lambda s: s["numbers"] > moved_at["numbers"] + 10 or s["closed"])
+        deadline = time.monotonic() + 120
+        while len(self.pings_received(tb)) < pings_then + 4 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        self.sh(tb, 1, f"touch {tb.scratch}/peer.stop")
+        prc, pout, perr = tb.wait(peer, timeout=120)
+        final = json.loads(pout.strip().splitlines()[-1])
+        print("peer before:", before, "\nafter:", after, "\nfinal:", final, flush=True)
+        self.assertIsNone(final["closed"], "the connection must survive the move")
+        self.assertEqual(final["errors"], [], "the counter stream had gaps or repeats")
+        self.assertGreater(final["numbers"], moved_at["numbers"] + 10)
+        pings = self.pings_received(tb)
+        self.assertEqual(pings, [f"ping {n}" for n in range(len(pings))],
+                         "the container must get every ping once, in order")
+        self.assertGreaterEqual(len(pings), pings_then + 4,
+                                "pings sent after the move must reach the container")
+        c = self.counts(tb)
+        self.assert_counts_continuously(self.wait_for_count(tb, c[-1] + 2))
+        self.sh(tb, 2, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
 
 
 if __name__ == "__main__":

@@ -731,6 +731,8 @@ static int do_hostile(const struct opts *o)
 		struct migr_call c;
 
 		expect_err("identify_fd old version 1", raw(e.ctx, RXE_MIGR_METHOD_IDENTIFY_FD, &idf, sizeof(idf), NULL, 0, 0, 0));
+		int err;
+
 		idf.version = RXE_MIGR_ABI_VERSION;
 		idf.fd = -5;
 		migr_call_init(&c, RXE_MIGR_METHOD_IDENTIFY_FD);
@@ -738,7 +740,15 @@ static int do_hostile(const struct opts *o)
 		migr_attr_out(&c, RXE_MIGR_ATTR_OUT, &ido, sizeof(ido));
 		expect_err("identify_fd negative fd", migr_call_run(e.ctx->cmd_fd, &c));
 		idf.fd = 1000000;
-		expect_err("identify_fd huge fd", migr_call_run(e.ctx->cmd_fd, &c));
+		migr_call_init(&c, RXE_MIGR_METHOD_IDENTIFY_FD);
+		migr_attr_in(&c, RXE_MIGR_ATTR_IN, &idf, sizeof(idf));
+		migr_attr_out(&c, RXE_MIGR_ATTR_OUT, &ido, sizeof(ido));
+		err = migr_call_run(e.ctx->cmd_fd, &c);
+		expect_err("identify_fd fd not open", err);
+		if (err != -EBADF) {
+			printf("hostile identify_fd fd not open: not EBADF (%d)\n", err);
+			failures++;
+		}
 		idf.fd = e.ctx->async_fd;
 		expect_err("identify_fd without output", raw(e.ctx, RXE_MIGR_METHOD_IDENTIFY_FD, &idf, sizeof(idf), NULL, 0, 0, 0));
 		expect_err("identify_fd truncated", raw(e.ctx, RXE_MIGR_METHOD_IDENTIFY_FD, &idf, 4, NULL, 0, 0, 0));

@@ -18,13 +18,20 @@
 namespace crx::migrate {
 namespace {
 
-bool is_tcp_socket(int fd) {
+// Only established connections need silencing (and only they, besides
+// closed sockets, can be put in repair mode); a listening socket closes
+// without a word anyway.
+bool is_established_tcp(int fd) {
   int domain = 0, protocol = 0;
   socklen_t len = sizeof domain;
   if (::getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) != 0) return false;
   len = sizeof protocol;
   if (::getsockopt(fd, SOL_SOCKET, SO_PROTOCOL, &protocol, &len) != 0) return false;
-  return (domain == AF_INET || domain == AF_INET6) && protocol == IPPROTO_TCP;
+  if ((domain != AF_INET && domain != AF_INET6) || protocol != IPPROTO_TCP) return false;
+  struct tcp_info info{};
+  len = sizeof info;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) != 0) return false;
+  return info.tcpi_state == TCP_ESTABLISHED;
 }
 
 }  // namespace
@@ -57,7 +64,7 @@ SilencedTcpSockets::SilencedTcpSockets(const std::vector<pid_t>& pids) {
       }
       struct stat st{};
       if (::fstat(dup.get(), &st) != 0 || !seen.insert(st.st_ino).second) continue;
-      if (!is_tcp_socket(dup.get())) continue;
+      if (!is_established_tcp(dup.get())) continue;
       int on = 1;
       if (::setsockopt(dup.get(), IPPROTO_TCP, TCP_REPAIR, &on, sizeof on) != 0) {
         log::warn("silencing TCP of pid " + std::to_string(pid) + ": TCP_REPAIR on fd " +

@@ -3,7 +3,10 @@
 memhog container (the benchmark's workload) the crx way with CRIU's logs
 kept, and prints the crx reports of both ends plus the steps of each CRIU
 log (dump on the source, page server and restore on the destination) that
-took longer than --gap seconds.
+took longer than --gap seconds. The logs are copied by a shell loop in each
+guest while crx runs (its work dirs vanish at the end), which costs the
+guests some CPU: use this for where the time goes, bench_migrate.py for
+how long.
 
 Usage: tests/bench/migrate/profile_migrate.py [--mib 16] [--pre-copy 0]
            [--build DIR] [--gap 0.2] [--runc] [--keep DIR]
@@ -23,7 +26,7 @@ import bench_migrate as bm  # noqa: E402
 # CRIU's work dirs vanish when crx is done: copy the logs while it runs.
 KEEP_LOGS = ("while :; do for f in {src}/*/*.log {src}/*.log; do [ -f \"$f\" ] && "
              "{{ d={dst}/$(echo \"$f\" | tr / _); cp \"$f\" \"$d\" 2>/dev/null; }}; done; "
-             "sleep 0.1; done")
+             "sleep 0.5; done")
 STAMP = re.compile(r"^\((\d+\.\d+)\)")
 
 
@@ -49,6 +52,7 @@ def main():
     ap.add_argument("--pre-copy", type=int, default=0)
     ap.add_argument("--gap", type=float, default=0.2)
     ap.add_argument("--runc", action="store_true", help="also profile the runc way")
+    ap.add_argument("--crx-flags", default="--empty-ns network")
     ap.add_argument("--keep", help="copy the full CRIU logs into this host dir")
     ap.add_argument("--build", default=os.environ.get("CRX_BUILD_DIR", os.path.join(bm.ROOT, "build")))
     a = ap.parse_args()
@@ -59,11 +63,11 @@ def main():
         for k in (0, 1):
             bm.sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {bm.KEY} > /tmp/key && "
                          "chmod 600 /tmp/key && mkdir -p /tmp/logs")
-        bm.crx_way(tb, crx, 1, "warm", a.pre_copy)  # binaries into the page cache
+        bm.crx_way(tb, crx, 1, "warm", a.pre_copy, a.crx_flags)  # binaries into the page cache
         keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx/migrate/out-*", dst="/tmp/logs")),
                 tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst="/tmp/logs"))]
         time.sleep(1)
-        r = bm.crx_way(tb, crx, a.mib, "prof", a.pre_copy)
+        r = bm.crx_way(tb, crx, a.mib, "prof", a.pre_copy, a.crx_flags)
         for h in keep:
             tb.kill(h)
         print("sender:", bm.phases(r["report"]))

@@ -1,16 +1,22 @@
 #!/usr/bin/python3
 """Patched vs stock rdma_rxe in the same two guests, one interleaved run:
-ib_send_bw and ib_send_lat (Debian perftest) over message sizes 2 B..1 MiB.
+ib_send_bw and ib_send_lat (Debian perftest) over message sizes 2 B..1 MiB,
+with an A/A control that measures the noise floor.
 
-Both modules are swapped in and out of the SAME booted guests; every round
-runs all sizes with both modules, and the order of the modules alternates
-from round to round, so drift of the (shared, TCG-emulated) host hits both
-alike. Per size and module the median over rounds is taken; the report gives
-bandwidth ratio patched/stock (goal >= 0.98) and latency ratio patched/stock
-(goal <= 1.02), plus the size of the patch series.
+Three arms share the SAME booted guests: "stock", "patched" and "stock2" (the
+stock module again, measured as if it were a third module: the A/A control).
+Each round loads every arm once (rdma_rxe swapped in place) and runs every
+size once with it, short runs; the arm order rotates from round to round
+(stock, patched, stock2 / patched, stock2, stock / ...), so drift of the
+shared, TCG-emulated host hits every arm alike. Per size and round the
+ratios patched/stock and stock2/stock are taken; the report gives the median
+over rounds of each, and next to the A/B ratio the spread (min..max) of the
+A/A ratio: an A/B ratio inside the A/A spread cannot be told from noise.
+Goal: bandwidth ratio >= 0.98, latency ratio <= 1.02.
 
     rxe_bench.py [--modules DIR] [--rounds N] [--sizes LIST|all|quick]
-                 [--bw-bytes B] [--lat-iters N] [--out DIR]
+                 [--bw-bytes B] [--min-iters N] [--lat-iters N] [--no-aa]
+                 [--out DIR]
 
 --modules: a modules tree from rxe-patches/build.sh (its last stdout line):
 <abi>/kernel/.../rdma_rxe.ko is the patched module, <abi>/stock/
@@ -119,7 +125,7 @@ class Bench:
         raise RuntimeError(f"no result line for {size} in {tool} output:\n{out}")
 
     def bandwidth(self, size):
-        iters = max(64, min(1000, self.args.bw_bytes // size))
+        iters = max(self.args.min_iters, min(1000, self.args.bw_bytes // size))
         r = self.perftest("ib_send_bw", size, f"-n {iters} -t {min(128, iters)}")
         # perftest prints BW average [MB/s] with two decimals and MsgRate [Mpps]
         # with six: under TCG the first is 0.00 for tiny messages, the second
@@ -136,37 +142,74 @@ class Bench:
         return r[2]  # t_typical [usec]
 
 
-def markdown(results, sizes, note, srcversions, args, elapsed):
-    def med(v, s, m):
-        values = results[v][m][str(s)]
-        return statistics.median(values) if values else None
+ARMS = ("stock", "patched", "stock2")
 
+
+def ratios(results, arm, base, metric, size):
+    """Per-round ratios arm/base of one metric and size (rounds where both ran)."""
+    a, b = results[arm][metric][str(size)], results[base][metric][str(size)]
+    return [x / y for x, y in zip(a, b) if y]
+
+
+def markdown(results, sizes, note, srcversions, args, elapsed):
+    aa = bool(results.get("stock2", {}).get("bw", {}).get(str(sizes[0])))
     lines = ["# rdma_rxe: patched vs stock (ib_send_bw / ib_send_lat)", ""]
     if note:
         lines += [note, ""]
-    lines += [f"Two qemu guests (TCG), one interleaved run: {args.rounds} rounds, module order "
-              "alternating per round; medians over rounds. bw = BW average or message rate x size, whichever perftest printed with more digits (MB/s), "
-              "lat = t_typical (usec). Goal: bw ratio >= 0.98, lat ratio <= 1.02.",
+    lines += [f"Two qemu guests (TCG), one interleaved run: {args.rounds} rounds; every round "
+              "loads each arm (stock, patched" + (", stock again as A/A control" if aa else "") +
+              ") once in rotating order and runs every size once. Ratios are per round "
+              "(arm / stock of the same round), median over rounds" +
+              ("; A/A = stock2 / stock, its min..max over rounds is the noise floor" if aa else "") +
+              ". bw = BW average or message rate x size, whichever perftest printed with more "
+              "digits; lat = t_typical. Goal: bw ratio >= 0.98, lat ratio <= 1.02.",
               f"Modules (sha256 prefix, module taint): stock {srcversions.get('stock')}, "
               f"patched {srcversions.get('patched')}. "
-              f"Run took {elapsed / 60:.1f} min.", "",
-              "| size | bw stock | bw patched | bw ratio | lat stock | lat patched | lat ratio |",
-              "|---:|---:|---:|---:|---:|---:|---:|"]
-    worst_bw, worst_lat = 9.0, 0.0
+              f"Run took {elapsed / 60:.1f} min.", ""]
+    if aa:
+        lines += ["| size | bw patched/stock median (min..max) | bw A/A median (min..max) | "
+                  "lat patched/stock median (min..max) | lat A/A median (min..max) |",
+                  "|---:|---:|---:|---:|---:|"]
+    else:
+        lines += ["| size | bw patched/stock | lat patched/stock |", "|---:|---:|---:|"]
+    verdicts = []
     for s in sizes:
-        bs, bp = med("stock", s, "bw"), med("patched", s, "bw")
-        ls, lp = med("stock", s, "lat"), med("patched", s, "lat")
-        if None in (bs, bp, ls, lp):
-            lines.append(f"| {human(s)} | (incomplete run) | | | | | |")
+        rb, rl = ratios(results, "patched", "stock", "bw", s), ratios(results, "patched", "stock", "lat", s)
+        if not rb or not rl:
+            lines.append(f"| {human(s)} | (incomplete run) |" + (" | | |" if aa else " |"))
             continue
-        rb, rl = bp / bs if bs else float("nan"), lp / ls if ls else float("nan")
-        worst_bw, worst_lat = min(worst_bw, rb), max(worst_lat, rl)
-        mb = "" if rb >= 0.98 else " ✗"
-        ml = "" if rl <= 1.02 else " ✗"
-        lines.append(f"| {human(s)} | {bs:.4g} | {bp:.4g} | {rb:.3f}{mb} | {ls:.1f} | {lp:.1f} | "
-                     f"{rl:.3f}{ml} |")
-    if worst_lat > 0:
-        lines += ["", f"Worst bandwidth ratio {worst_bw:.3f}, worst latency ratio {worst_lat:.3f}."]
+        mb, ml = statistics.median(rb), statistics.median(rl)
+        if aa:
+            ab, al = ratios(results, "stock2", "stock", "bw", s), ratios(results, "stock2", "stock", "lat", s)
+            if not ab or not al:
+                lines.append(f"| {human(s)} | {mb:.3f} | (incomplete) | {ml:.3f} | (incomplete) |")
+                continue
+            inside_b = min(ab) <= mb <= max(ab)
+            inside_l = min(al) <= ml <= max(al)
+            verdicts.append((s, mb, ml, inside_b, inside_l, min(ab), max(al)))
+            lines.append(f"| {human(s)} | **{mb:.3f}** ({min(rb):.3f}..{max(rb):.3f})"
+                         f"{'' if inside_b else ' outside A/A'} | "
+                         f"{statistics.median(ab):.3f} ({min(ab):.3f}..{max(ab):.3f}) | "
+                         f"**{ml:.3f}** ({min(rl):.3f}..{max(rl):.3f})"
+                         f"{'' if inside_l else ' outside A/A'} | "
+                         f"{statistics.median(al):.3f} ({min(al):.3f}..{max(al):.3f}) |")
+        else:
+            lines.append(f"| {human(s)} | {mb:.3f} | {ml:.3f} |")
+    if verdicts:
+        out_b = [human(v[0]) for v in verdicts if not v[3]]
+        out_l = [human(v[0]) for v in verdicts if not v[4]]
+        lines += ["", "A/B median outside the A/A range: bandwidth " + (", ".join(out_b) or "none") +
+                  "; latency " + (", ".join(out_l) or "none") + "."]
+    lines += ["", "Medians per arm (bw MB/s, lat us):", "",
+              "| size | " + " | ".join(f"bw {a}" for a in ARMS if a in results) + " | " +
+              " | ".join(f"lat {a}" for a in ARMS if a in results) + " |",
+              "|---:|" + "---:|" * (2 * len([a for a in ARMS if a in results]))]
+    for s in sizes:
+        def med(a, m):
+            v = results[a][m][str(s)]
+            return f"{statistics.median(v):.4g}" if v else "-"
+        lines.append(f"| {human(s)} | " + " | ".join(med(a, "bw") for a in ARMS if a in results) +
+                     " | " + " | ".join(med(a, "lat") for a in ARMS if a in results) + " |")
     lines += ["", "## Size of the patch series", "", patch_size.table(os.path.join(TOP, "rxe-patches"))]
     return "\n".join(lines)
 
@@ -187,7 +230,10 @@ def main():
                          "or a comma list")
     ap.add_argument("--bw-bytes", type=int, default=8 << 20,
                     help="bytes per ib_send_bw run (iterations = this / size, 64..1000)")
+    ap.add_argument("--min-iters", type=int, default=64,
+                    help="at least this many ib_send_bw iterations per run")
     ap.add_argument("--lat-iters", type=int, default=100, help="ib_send_lat iterations (/4 above 64 KiB)")
+    ap.add_argument("--no-aa", action="store_true", help="no A/A control arm (stock2)")
     ap.add_argument("--report-only", metavar="RAW_JSON",
                     help="only (re)write the report of an earlier run's raw.json")
     ap.add_argument("--out", default=f"/tmp/crx-rdma-bench-{time.strftime('%Y%m%d-%H%M%S')}")
@@ -197,7 +243,8 @@ def main():
 
     if args.report_only:
         raw = json.load(open(args.report_only))
-        args.rounds = len(raw["results"]["stock"]["bw"][str(raw["sizes"][0])])
+        args.rounds = min(len(raw["results"][a]["bw"][str(raw["sizes"][0])])
+                          for a in raw["results"])
         print(markdown(raw["results"], raw["sizes"], raw["note"], raw["srcversion"], args,
                        raw.get("elapsed", 0)))
         return
@@ -205,15 +252,17 @@ def main():
     if note:
         log(note)
     os.makedirs(args.out, exist_ok=True)
+    arms = ARMS[:2] if args.no_aa else ARMS
     results = {v: {"bw": {str(s): [] for s in sizes}, "lat": {str(s): [] for s in sizes}}
-               for v in ("stock", "patched")}
+               for v in arms}
     srcversions = {}
     t0 = time.monotonic()
     with Testbed(2, modules_dir=tree, rxe=False) as tb:
         log(f"booted in {max(tb.boot_seconds):.1f} s")
-        bench = Bench(tb, args, {"stock": stock_rel, "patched": patched_rel})
+        bench = Bench(tb, args, {"stock": stock_rel, "patched": patched_rel,
+                                 "stock2": stock_rel})
         for r in range(args.rounds):
-            order = ("stock", "patched") if r % 2 == 0 else ("patched", "stock")
+            order = arms[r % len(arms):] + arms[:r % len(arms)]
             for variant in order:
                 srcversions[variant] = bench.load(variant)
                 for s in sizes:

@@ -356,8 +356,11 @@ void criu_dump(const DumpOptions& o, const NotifyHandler& notify) {
   dump_like("dump", CRIU_REQ_TYPE__DUMP, o, notify);
 }
 
+// SINGLE_PRE_DUMP, not PRE_DUMP: after a PRE_DUMP CRIU waits on the socket
+// for the next round or the final DUMP and logs "Can't recv request" when
+// we close it instead; SINGLE_PRE_DUMP answers once and ends cleanly.
 void criu_pre_dump(const DumpOptions& o, const NotifyHandler& notify) {
-  dump_like("pre-dump", CRIU_REQ_TYPE__PRE_DUMP, o, notify);
+  dump_like("pre-dump", CRIU_REQ_TYPE__SINGLE_PRE_DUMP, o, notify);
 }
 
 pid_t criu_restore(const RestoreOptions& o, const NotifyHandler& notify) {

@@ -45,6 +45,31 @@ std::optional<int> reap(pid_t pid) {
   return result;
 }
 
+namespace {
+
+// After the process exited: copies everything still in the pty (it can hold
+// tens of KiB, many reads' worth) to stdout. poll() flushes the tty's
+// pending input first, so a zero timeout loses nothing the process wrote;
+// it stops at EOF/EIO, or when nothing is pending because another process
+// still holds the terminal open.
+void drain_pty(int master) {
+  char buf[16384];
+  for (;;) {
+    pollfd p{master, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0 || !(p.revents & (POLLIN | POLLHUP | POLLERR))) return;
+    ssize_t n = ::read(master, buf, sizeof buf);
+    if (n <= 0) return;
+    for (ssize_t done = 0; done < n;) {
+      ssize_t w = ::write(1, buf + done, static_cast<size_t>(n - done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) return;
+      done += w;
+    }
+  }
+}
+
+}  // namespace
+
 int wait_foreground(const BlockedSignals& signals, pid_t pid, int pty_master) {
   std::unique_ptr<linux_::PtyProxy> proxy;
   if (pty_master >= 0) proxy = std::make_unique<linux_::PtyProxy>(pty_master, 0, 1);
@@ -72,7 +97,7 @@ int wait_foreground(const BlockedSignals& signals, pid_t pid, int pty_master) {
       }
     }
   }
-  if (proxy) proxy->pump();
+  if (pty_master >= 0) drain_pty(pty_master);
   return *status;
 }
 

@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -15,6 +17,7 @@
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
 #include "linux/cgroup.hpp"
+#include "linux/console.hpp"
 #include "spec/rootfs.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
@@ -137,6 +140,13 @@ class CriuRoot {
   std::string path_;
   bool mounted_ = false;
 };
+
+// "/dev/pts/N" of a pty master, the payload runc's console protocol sends.
+std::string pty_name(int master) {
+  unsigned index = 0;
+  if (::ioctl(master, TIOCGPTN, &index) != 0) return "/dev/pts/?";
+  return "/dev/pts/" + std::to_string(index);
+}
 
 void write_pid_file(const std::string& path, pid_t pid) {
   if (path.empty()) return;
@@ -262,8 +272,13 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
         held = true;
         if (r.hold) r.hold();
       } else if (n.script == "orphan-pts-master" && n.fd) {
-        if (!r.console_socket.empty()) {
-          log::warn("restore: --console-socket is not wired yet; the pty master is dropped");
+        // CRIU made a new pty in the container's devpts for the slave the
+        // tasks had; its master goes to the console socket as on create.
+        if (r.console_socket.empty()) {
+          log::warn("restore: the container has a terminal but no --console-socket was "
+                    "given; its pty master is closed");
+        } else {
+          linux_::send_console_fd(r.console_socket, n.fd.get(), pty_name(n.fd.get()));
         }
       }
     };

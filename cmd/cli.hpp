@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "container/create.hpp"
@@ -36,6 +37,13 @@ void register_resume(Cli&);
 void register_update(Cli&);
 void register_events(Cli&);
 void register_extra_commands(Cli&);  // later commands (exec, ps, ...) hook in here
+
+// crx (not crx-migrate): exec crx-migrate with the same argv if the
+// subcommand is one of those it alone has; returns otherwise.
+void forward_if_elsewhere(const std::vector<std::string>& args, char** argv);
+
+// Index in normalized args of the subcommand name, if there is one.
+std::optional<size_t> subcommand_index(const std::vector<std::string>& args);
 
 // urfave/cli (runc) accepts "-flag" as well as "--flag"; go-runc sends
 // "-no-subreaper". Rewrites single-dash long flags crx knows to "--flag".

@@ -57,5 +57,6 @@ void register_features(Cli& cli) {
 }
 
 void __attribute__((weak)) register_extra_commands(Cli&) {}
+void __attribute__((weak)) forward_if_elsewhere(const std::vector<std::string>&, char**) {}
 
 }  // namespace crx::cmd

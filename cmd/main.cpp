@@ -1,6 +1,6 @@
 // crx entry point: global flags, logging, dispatch, one-line errors.
 #include <cstdio>
-#include <iostream>
+#include <optional>
 #include <set>
 
 #include "cli.hpp"
@@ -8,6 +8,38 @@
 #include "common/log.hpp"
 
 namespace crx::cmd {
+
+namespace {
+
+// Flags that take a separate value: the next argument is not positional.
+const std::set<std::string>& flags_with_value() {
+  static const std::set<std::string> kWithValue = {
+      "root", "log", "log-format", "criu", "bundle", "b", "pid-file", "console-socket", "preserve-fds",
+      "format", "f", "image-path", "work-path", "parent-path", "page-server", "status-fd",
+      "manage-cgroups-mode", "empty-ns", "process", "p", "cwd", "env", "e", "user", "u", "cap", "c",
+      "apparmor", "process-label", "additional-gids", "g", "interval", "resources", "r", "to", "listen"};
+  return kWithValue;
+}
+
+// The flag name of a "-x", "--name" or "--name=value" argument.
+std::string flag_name(const std::string& a) {
+  std::string name = a.substr(a[1] == '-' ? 2 : 1);
+  return name.substr(0, name.find('='));
+}
+
+bool flag_has_inline_value(const std::string& a) { return a.find('=') != std::string::npos; }
+
+}  // namespace
+
+std::optional<size_t> subcommand_index(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--") return std::nullopt;
+    if (a.size() < 2 || a[0] != '-') return i;
+    if (!flag_has_inline_value(a) && flags_with_value().count(flag_name(a))) ++i;
+  }
+  return std::nullopt;
+}
 
 std::vector<std::string> normalize_args(int argc, char** argv) {
   static const std::set<std::string> kLong = {
@@ -18,12 +50,6 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
       "parent-path", "page-server", "lazy-pages", "status-fd", "manage-cgroups-mode", "empty-ns",
       "auto-dedup", "process", "tty", "cwd", "env", "user", "cap", "no-new-privs", "apparmor",
       "process-label", "additional-gids", "stats", "interval", "resources", "to", "listen"};
-  // Flags that take a separate value: the next argument is not positional.
-  static const std::set<std::string> kWithValue = {
-      "root", "log", "log-format", "criu", "bundle", "b", "pid-file", "console-socket", "preserve-fds",
-      "format", "f", "image-path", "work-path", "parent-path", "page-server", "status-fd",
-      "manage-cgroups-mode", "empty-ns", "process", "p", "cwd", "env", "e", "user", "u", "cap", "c",
-      "apparmor", "process-label", "additional-gids", "g", "interval", "resources", "r", "to", "listen"};
   std::vector<std::string> out(argv + 1, argv + argc);
   // Rewrite up to the container id: what follows it (exec's command, ps
   // options, a signal) belongs to someone else.
@@ -36,11 +62,10 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
       seen_subcommand = true;
       continue;
     }
-    std::string name = a.substr(a[1] == '-' ? 2 : 1);
-    bool has_value = name.find('=') != std::string::npos;
-    name = name.substr(0, name.find('='));
+    std::string name = flag_name(a);
+    bool has_value = flag_has_inline_value(a);
     if (a[1] != '-' && name.size() > 1 && kLong.count(name)) a = "-" + a;
-    if (!has_value && kWithValue.count(name)) ++i;
+    if (!has_value && flags_with_value().count(name)) ++i;
   }
   return out;
 }
@@ -49,6 +74,8 @@ std::vector<std::string> normalize_args(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   using namespace crx;
+  auto args = cmd::normalize_args(argc, argv);
+  cmd::forward_if_elsewhere(args, argv);  // crx: the migration commands are crx-migrate's
   cmd::Cli cli;
   auto& app = cli.app;
   app.set_version_flag("-v,--version", "crx version 0.1.0\nspec: 1.1.0");
@@ -81,7 +108,6 @@ int main(int argc, char** argv) {
   cmd::register_events(cli);
   cmd::register_extra_commands(cli);
 
-  auto args = cmd::normalize_args(argc, argv);
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {
     app.parse(reversed);

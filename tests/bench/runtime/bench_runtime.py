@@ -9,7 +9,7 @@ processes it reaped).  Prints the medians and crx's ratios as markdown.
 Runs inside a mount namespace where /sys/fs/cgroup shows only cgroup v1
 (crun 1.8.1 refuses the hybrid layout), entered once for the whole run.
 
-Usage (root): bench_runtime.py --crx build/crx [--rounds 100]
+Usage (root): bench_runtime.py --crx build/crx [--rounds 100] [--also NAME=PATH]
 """
 import argparse
 import json
@@ -78,10 +78,17 @@ def main():
     parser.add_argument("--runc", default="/usr/sbin/runc")
     parser.add_argument("--crun", default="/usr/bin/crun")
     parser.add_argument("--rounds", type=int, default=100)
+    parser.add_argument("--also", action="append", default=[], metavar="NAME=PATH",
+                        help="one more runtime in the rotation, e.g. an older crx build")
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("bench_runtime: needs root")
     runtimes = {"crx": os.path.abspath(args.crx), "runc": args.runc, "crun": args.crun}
+    for extra in args.also:
+        name, sep, path = extra.partition("=")
+        if not sep or not name or name in runtimes:
+            sys.exit(f"bench_runtime: --also wants a new NAME=PATH, got {extra!r}")
+        runtimes[name] = os.path.abspath(path)
 
     cgroup_v1_view.enter()
     workdir = tempfile.mkdtemp(prefix="crx-bench-runtime-")
@@ -119,9 +126,11 @@ def print_table(samples, rounds):
         print(f"| {name} | {wall * 1e3:.1f} | {cpu * 1e3:.1f} | {rss / 1024:.1f} |")
     print("\n| ratio | wall | CPU | peak RSS |")
     print("|---|---:|---:|---:|")
-    for other in ("runc", "crun"):
-        r = [med["crx"][i] / med[other][i] for i in range(3)]
-        print(f"| crx/{other} | {r[0]:.2f} | {r[1]:.2f} | {r[2]:.2f} |")
+    pairs = [("crx", "runc"), ("crx", "crun")]
+    pairs += [(name, "crun") for name in med if name not in ("crx", "runc", "crun")]
+    for mine, other in pairs:
+        r = [med[mine][i] / med[other][i] for i in range(3)]
+        print(f"| {mine}/{other} | {r[0]:.2f} | {r[1]:.2f} | {r[2]:.2f} |")
 
 
 if __name__ == "__main__":

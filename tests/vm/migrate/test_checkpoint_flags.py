@@ -1,0 +1,522 @@
+#!/usr/bin/python3
+"""crx checkpoint / crx restore in one guest, one test per runc flag.
+
+All tests share one guest (a boot costs ~15 s under TCG); each test uses its
+own container id, bundle (/tmp/b/<id>, a busybox rootfs) and images dir, and
+removes its container at the end. Every test is built so that it fails when
+the flag has no effect: the container holds what CRIU refuses to dump without
+the flag, or the test looks at where the flag sends things.
+
+The containers count: `echo $i >> /out/count.log` every 0.2 s, /out being a
+bind mount (a CRIU external mount) of /tmp/b/<id>/out in the guest."""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
+from vmtest import VmTestCase, main  # noqa: E402
+from testbed import Testbed  # noqa: E402
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
+CRX = os.path.join(BUILD, "crx")
+
+COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"
+QUIET = "exec </dev/null >/dev/null 2>&1; "
+
+# Guest-side helpers (the guest runs the host's python3).
+CONSOLE_PEER = r'''
+import array, os, socket, sys, time
+sock_path, cmd_path, out_path = sys.argv[1:4]
+srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+srv.bind(sock_path)
+srv.listen(1)
+conn, _ = srv.accept()
+fds = array.array("i")
+msg, anc, _, _ = conn.recvmsg(256, socket.CMSG_SPACE(4))
+for level, kind, data in anc:
+    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+        fds.frombytes(data[:4])
+master = fds[0]
+os.set_blocking(master, False)
+with open(out_path, "ab", buffering=0) as out:
+    out.write(b"[pty " + msg + b"]\n")
+    while True:
+        try:
+            data = os.read(master, 4096)
+            if not data:
+                break
+            out.write(data)
+        except BlockingIOError:
+            pass
+        except OSError:
+            break  # EIO: every slave fd is closed
+        if os.path.exists(cmd_path):
+            with open(cmd_path, "rb") as f:
+                os.write(master, f.read())
+            os.unlink(cmd_path)
+        time.sleep(0.1)
+'''
+
+PTY_RUN = r'''
+import os, pty, sys, time
+out_path, argv = sys.argv[1], sys.argv[2:]
+master, slave = pty.openpty()
+pid = os.fork()
+if pid == 0:
+    os.close(master)
+    os.setsid()
+    import fcntl, termios
+    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    os.execvp(argv[0], argv)
+os.close(slave)
+with open(out_path, "ab", buffering=0) as out:
+    while True:
+        try:
+            data = os.read(master, 4096)
+        except OSError:
+            break
+        if not data:
+            break
+        out.write(data)
+os.waitpid(pid, 0)
+'''
+
+TCP_PEER = r'''
+import socket, sys
+port, log = int(sys.argv[1]), sys.argv[2]
+srv = socket.socket()
+srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+srv.bind(("127.0.0.1", port))
+srv.listen(1)
+conn, _ = srv.accept()
+srv.close()  # one connection only: a reconnect would not be served
+with open(log, "a") as out:
+    for line in conn.makefile("r"):
+        out.write(line)
+        out.flush()
+        conn.sendall(line.encode())
+'''
+
+
+class CheckpointFlagsTest(VmTestCase):
+    tb = None
+
+    @classmethod
+    def setUpClass(cls):
+        t = time.monotonic()
+        cls.tb = Testbed(1, rxe=False).start()
+        print(f"booted 1 guest in {time.monotonic() - t:.1f} s", flush=True)
+        try:
+            s = cls.tb.scratch
+            os.makedirs(os.path.join(s, "rootfs"), exist_ok=True)
+            subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"),
+                            os.path.join(s, "rootfs")], check=True)
+            subprocess.run([CRX, "spec", "--bundle", s], check=True)
+            with open(os.path.join(s, "config.json")) as f:
+                cls.base_spec = json.load(f)
+            for name, text in (("console_peer.py", CONSOLE_PEER), ("pty_run.py", PTY_RUN),
+                               ("tcp_peer.py", TCP_PEER)):
+                with open(os.path.join(s, name), "w") as f:
+                    f.write(text)
+        except BaseException:
+            cls.tb.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.tb:
+            cls.tb.close()
+
+    # ---- helpers -----------------------------------------------------------
+
+    def g(self, cmd, timeout=300):
+        """Runs cmd in the guest; fails the test unless it exits 0."""
+        return self.sh(self.tb, 0, cmd, timeout=timeout)
+
+    def try_g(self, cmd, timeout=300):
+        return self.tb.run(0, cmd, timeout=timeout)
+
+    def bundle(self, cid, script, terminal=False, netns=True, with_flock=False):
+        """A busybox bundle at /tmp/b/<cid> running `sh -c script`, with /out."""
+        spec = json.loads(json.dumps(self.base_spec))
+        spec["process"]["terminal"] = terminal
+        spec["process"]["args"] = ["sh", "-c", script]
+        spec["root"] = {"path": "rootfs", "readonly": False}
+        if not netns:
+            spec["linux"]["namespaces"] = [n for n in spec["linux"]["namespaces"]
+                                           if n["type"] != "network"]
+        b = f"/tmp/b/{cid}"
+        spec["mounts"].append({"destination": "/out", "type": "bind", "source": f"{b}/out",
+                               "options": ["rbind", "rw"]})
+        host_cfg = os.path.join(self.tb.scratch, f"{cid}.json")
+        with open(host_cfg, "w") as f:
+            json.dump(spec, f, indent=2)
+        self.g(f"rm -rf {b} && mkdir -p {b}/out && cp -a {self.tb.scratch}/rootfs {b}/rootfs "
+               f"&& cp {host_cfg} {b}/config.json")
+        if with_flock:
+            # util-linux's flock and the libraries it needs (busybox has none).
+            self.g(f"cp /usr/bin/flock {b}/rootfs/bin/flock && "
+                   f"for l in $(ldd /usr/bin/flock | grep -o '/[^ ]*'); do "
+                   f"mkdir -p {b}/rootfs$(dirname $l) && cp -L $l {b}/rootfs$l; done")
+        self.addCleanup(self.remove, cid)
+        return b
+
+    def remove(self, cid):
+        self.try_g(f"{CRX} kill {cid} KILL >/dev/null 2>&1; sleep 0.5; "
+                   f"{CRX} delete -f {cid} >/dev/null 2>&1", timeout=120)
+
+    def run_container(self, cid, extra=""):
+        self.g(f"{CRX} run -d {extra} -b /tmp/b/{cid} {cid} </dev/null >/dev/null 2>&1")
+
+    def counts(self, cid):
+        out = self.g(f"cat /tmp/b/{cid}/out/count.log 2>/dev/null || true")
+        return [int(x) for x in out.split()]
+
+    def wait_until(self, what, check, timeout=180):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            v = check()
+            if v:
+                return v
+            time.sleep(0.5)
+        self.fail(f"timed out waiting for {what}")
+
+    def wait_for_count(self, cid, above):
+        return self.wait_until(f"{cid} to count above {above}",
+                               lambda: (lambda c: c if c and c[-1] > above else None)(
+                                   self.counts(cid)))
+
+    def assert_counts_continuously(self, c):
+        self.assertEqual(c, list(range(len(c))),
+                         "the count must go on from where it stopped, without gaps or restart")
+
+    def state(self, cid):
+        rc, out, err = self.try_g(f"{CRX} state {cid}")
+        return json.loads(out) if rc == 0 else None
+
+    def status(self, cid):
+        st = self.state(cid)
+        return st["status"] if st else None
+
+    def checkpoint(self, cid, args, check=True):
+        cmd = f"{CRX} checkpoint {args} {cid}"
+        return self.g(cmd) if check else self.try_g(cmd)
+
+    def restore(self, cid, args, check=True):
+        cmd = f"{CRX} restore {args} -b /tmp/b/{cid} {cid}"
+        return self.g(cmd) if check else self.try_g(cmd)
+
+    def assert_fails_naming(self, rc_out_err, *words):
+        rc, out, err = rc_out_err
+        self.assertNotEqual(rc, 0, f"expected a failure, got:\n{out}\n{err}")
+        for w in words:
+            self.assertIn(w, err)
+        lines = [ln for ln in err.strip().splitlines() if ln.strip()]
+        self.assertEqual(len(lines), 1, f"one clear line expected, got:\n{err}")
+
+    def files(self, d):
+        return set(self.g(f"ls -A {d} 2>/dev/null || true").split())
+
+    def assert_nothing_left(self, cid):
+        self.assertIsNone(self.state(cid))
+        self.assertEqual(self.g(f"ls /run/crx/{cid} 2>&1 >/dev/null | wc -l; "
+                                f"find /sys/fs/cgroup -name '*{cid}*' | wc -l").split(),
+                         ["1", "0"], "a state dir or cgroup was left behind")
+
+    # ---- checkpoint flags --------------------------------------------------
+
+    def test_image_path_and_work_path(self):
+        cid = "paths"
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.checkpoint(cid, "--image-path /tmp/paths/img --work-path /tmp/paths/work")
+        self.assertIsNone(self.state(cid), "checkpoint without --leave-running removes it")
+        img, work = self.files("/tmp/paths/img"), self.files("/tmp/paths/work")
+        self.assertIn("dump.log", work)
+        self.assertNotIn("dump.log", img)
+        self.assertIn("inventory.img", img)
+        self.assertTrue(any(f.startswith("pages-") for f in img), img)
+        stopped = self.counts(cid)
+        self.restore(cid, "-d --image-path /tmp/paths/img --work-path /tmp/paths/work2")
+        self.assertIn("restore.log", self.files("/tmp/paths/work2"))
+        self.assertNotIn("restore.log", self.files("/tmp/paths/img"))
+        self.assertEqual(self.status(cid), "running")
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+
+    def test_leave_running(self):
+        cid = "leave"
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.checkpoint(cid, "--leave-running --image-path /tmp/leave")
+        self.assertEqual(self.status(cid), "running")
+        at_dump = self.counts(cid)[-1]
+        self.wait_for_count(cid, at_dump + 3)
+        # The images are complete: replace the running container by them and
+        # the count goes back to where the dump was taken.
+        self.remove(cid)
+        before = self.counts(cid)
+        self.restore(cid, "-d --image-path /tmp/leave")
+        after = self.wait_for_count(cid, 0)
+        self.wait_until("the restored container to write",
+                        lambda: len(self.counts(cid)) > len(before) + 1)
+        resumed = self.counts(cid)[len(before)]
+        self.assertLessEqual(resumed, at_dump + 2, "restored from the dump, not a new start")
+        self.assertGreater(resumed, 0)
+        del after
+
+    def test_tcp_established(self):
+        """An established TCP connection to a peer outside the container (same
+        guest, the container in the guest's network namespace) survives."""
+        cid, port = "tcp", 7101
+        b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
+                             f"nc 127.0.0.1 {port} >> /out/count.log", netns=False)
+        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log")
+        self.wait_until("the peer to listen",
+                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.assert_fails_naming(
+            self.checkpoint(cid, "--image-path /tmp/tcp0", check=False), "tcp-established")
+        self.assertEqual(self.status(cid), "running", "a failed checkpoint resumes the container")
+        self.checkpoint(cid, "--tcp-established --image-path /tmp/tcp")
+        stopped = self.counts(cid)
+        self.restore(cid, "-d --tcp-established --image-path /tmp/tcp")
+        # The numbers come back through the one connection the peer accepted.
+        after = self.wait_for_count(cid, stopped[-1] + 3)
+        self.assert_counts_continuously(after)
+        sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
+        self.assert_counts_continuously(sent)
+        self.remove(cid)
+        self.tb.wait(peer, timeout=60)
+
+    def test_file_locks(self):
+        cid = "locks"
+        b = self.bundle(cid, QUIET + "exec 9>>/out/lock; flock -x 9; " + COUNTER,
+                        with_flock=True)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        held = f"flock -n {b}/out/lock true"
+        self.assertNotEqual(self.try_g(held)[0], 0, "the container holds the lock")
+        self.assert_fails_naming(
+            self.checkpoint(cid, "--image-path /tmp/locks0", check=False), "file-locks")
+        self.checkpoint(cid, "--file-locks --image-path /tmp/locks")
+        self.assertEqual(self.try_g(held)[0], 0, "the lock is free while the container is gone")
+        stopped = self.counts(cid)
+        self.restore(cid, "-d --file-locks --image-path /tmp/locks")
+        self.assertNotEqual(self.try_g(held)[0], 0, "the restored container holds the lock again")
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+
+    def test_page_server(self):
+        cid, port = "pages", 7102
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.g("mkdir -p /tmp/ps-pages")
+        server = self.tb.spawn(0, f"criu page-server -D /tmp/ps-pages --port {port} "
+                                  "-o /tmp/ps-pages/page-server.log -v4")
+        self.wait_until("the page server to listen",
+                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        self.checkpoint(cid, f"--page-server 127.0.0.1:{port} --image-path /tmp/ps-img")
+        rc, out, err = self.tb.wait(server, timeout=120)
+        self.assertEqual(rc, 0, err)
+        served = self.files("/tmp/ps-pages")
+        self.assertTrue(any(f.startswith("pages-") for f in served), served)
+        self.assertFalse(any(f.startswith("pages-") for f in self.files("/tmp/ps-img")),
+                         "the pages went to the page server, not the images dir")
+        # Pages and the rest together restore the container.
+        stopped = self.counts(cid)
+        self.g("cp /tmp/ps-pages/pages-*.img /tmp/ps-pages/pagemap-*.img /tmp/ps-img/ 2>/dev/null;"
+               " cp -n /tmp/ps-pages/*.img /tmp/ps-img/")
+        self.restore(cid, "-d --image-path /tmp/ps-img")
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+
+    def test_lazy_pages_with_status_fd(self):
+        """checkpoint --lazy-pages keeps the memory in a page server of its own
+        and writes a byte to --status-fd once that server is ready; `criu
+        lazy-pages` feeds the restored container from it on demand."""
+        cid, port = "lazy", 7103
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.g("mkdir -p /tmp/lazy && : > /tmp/lazy-status")
+        dump = self.tb.spawn(0, f"{CRX} checkpoint --lazy-pages --page-server 127.0.0.1:{port} "
+                                f"--status-fd 3 --image-path /tmp/lazy {cid} 3>/tmp/lazy-status")
+        self.wait_until("the status byte",
+                        lambda: self.g("stat -c %s /tmp/lazy-status").strip() == "1")
+        self.assertEqual(self.g("od -An -tx1 /tmp/lazy-status").strip(), "00")
+        stopped = self.counts(cid)
+        lazy = self.tb.spawn(0, f"criu lazy-pages --page-server --address 127.0.0.1 "
+                                f"--port {port} -D /tmp/lazy -o lazy-pages.log -v4")
+        self.wait_until("the lazy-pages socket",
+                        lambda: self.try_g("test -S /tmp/lazy/lazy-pages.socket")[0] == 0)
+        # Under another id: the checkpointed container's state stays until
+        # its page server is done (then crx removes it, as after any dump).
+        self.addCleanup(self.remove, "lazy-r")
+        self.g(f"{CRX} restore -d --lazy-pages --image-path /tmp/lazy -b /tmp/b/{cid} lazy-r")
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        rc, out, err = self.tb.wait(dump, timeout=300)
+        self.assertEqual(rc, 0, f"the lazy checkpoint ends once its pages are served\n{err}")
+        self.tb.wait(lazy, timeout=120)
+
+    def test_auto_dedup(self):
+        cid = "dedup"
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.checkpoint(cid, "--pre-dump --image-path /tmp/dedup/1")
+        used = "du -B1 /tmp/dedup/1/pages-1.img | cut -f1"
+        before = int(self.g(used))
+        self.assertGreater(before, 0)
+        # A single pre-dump: CRIU does not wait for (and miss) a next request.
+        self.assertNotIn("Can't recv request", self.g("cat /tmp/dedup/1/pre-dump.log"))
+        self.checkpoint(cid, "--leave-running --parent-path ../1 --auto-dedup "
+                             "--image-path /tmp/dedup/2")
+        after = int(self.g(used))
+        # Pages the final dump found unchanged are punched out of the parent.
+        self.assertLess(after, before, "--auto-dedup freed no block of the parent's pages")
+
+    def test_manage_cgroups_mode(self):
+        cid = "cgmode"
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        for mode in ("soft", "full", "strict", "ignore"):
+            self.checkpoint(cid, f"--leave-running --manage-cgroups-mode {mode} "
+                                 f"--image-path /tmp/cg-{mode}")
+            self.assertIn("inventory.img", self.files(f"/tmp/cg-{mode}"))
+        self.assert_fails_naming(
+            self.checkpoint(cid, "--manage-cgroups-mode sometimes --image-path /tmp/cg-x",
+                            check=False), "sometimes", "soft")
+        self.assertEqual(self.status(cid), "running")
+        # The mode reaches CRIU on restore as well.
+        self.remove(cid)
+        self.restore(cid, "-d --manage-cgroups-mode ignore --image-path /tmp/cg-ignore")
+        self.assertEqual(self.status(cid), "running")
+
+    def test_empty_ns_network(self):
+        cid = "emptyns"
+        self.bundle(cid, QUIET + "ip link set lo up; " + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        def netdev_images(d):
+            return [f for f in self.files(d) if f.startswith("netdev-")]
+        self.checkpoint(cid, "--leave-running --image-path /tmp/emptyns0")
+        self.assertTrue(netdev_images("/tmp/emptyns0"), "a plain dump saves the network ns")
+        self.checkpoint(cid, "--empty-ns network --image-path /tmp/emptyns")
+        self.assertEqual(netdev_images("/tmp/emptyns"), [],
+                         "--empty-ns network: the namespace's content was dumped")
+        stopped = self.counts(cid)
+        self.restore(cid, "-d --image-path /tmp/emptyns")
+        self.assertEqual(self.status(cid), "running")
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+
+    # ---- restore flags -----------------------------------------------------
+
+    def test_restore_pid_file_bundle_no_subreaper_foreground(self):
+        cid = "fg"
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.checkpoint(cid, "--image-path /tmp/fg")
+        stopped = self.counts(cid)
+        # Not detached: crx restore waits for the container and returns its
+        # status. From another cwd, so only --bundle names the bundle.
+        h = self.tb.spawn(0, f"cd /tmp && {CRX} restore --no-subreaper --pid-file /tmp/fg.pid "
+                             f"--image-path /tmp/fg --bundle /tmp/b/{cid} {cid}")
+        self.wait_until("the restored container", lambda: self.status(cid) == "running")
+        self.assertEqual(int(self.g("cat /tmp/fg.pid")), self.state(cid)["pid"])
+        self.assertEqual(self.state(cid)["bundle"], f"/tmp/b/{cid}")
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        self.g(f"{CRX} kill {cid} KILL")
+        rc, out, err = self.tb.wait(h, timeout=120)
+        self.assertEqual(rc, 137, f"crx restore returns the container's status\n{err}")
+
+    def test_restore_console_socket(self):
+        cid = "console"
+        b = self.bundle(cid, "stty -echo; i=0; while :; do i=$((i+1)); sleep 0.2; done & "
+                             "exec sh", terminal=True)
+        peer = f"python3 {self.tb.scratch}/console_peer.py"
+        p1 = self.tb.spawn(0, f"{peer} {b}/c1.sock {b}/c1.cmd {b}/c1.out")
+        self.wait_until("the console socket", lambda: self.try_g(f"test -S {b}/c1.sock")[0] == 0)
+        self.run_container(cid, f"--console-socket {b}/c1.sock")
+        self.g(f"echo 'echo one-$((40+2))' > {b}/c1.cmd")
+        self.wait_until("the shell's answer", lambda: "one-42" in self.g(f"cat {b}/c1.out"))
+        self.checkpoint(cid, "--image-path /tmp/console")
+        self.tb.wait(p1, timeout=60)  # the pty's slave side is gone
+        p2 = self.tb.spawn(0, f"{peer} {b}/c2.sock {b}/c2.cmd {b}/c2.out")
+        self.wait_until("the console socket", lambda: self.try_g(f"test -S {b}/c2.sock")[0] == 0)
+        self.restore(cid, f"-d --console-socket {b}/c2.sock --image-path /tmp/console")
+        self.wait_until("the pty master", lambda: "[pty " in self.g(f"cat {b}/c2.out"))
+        self.g(f"echo 'echo two-$((40+3))' > {b}/c2.cmd")
+        self.wait_until("the restored shell's answer",
+                        lambda: "two-43" in self.g(f"cat {b}/c2.out"))
+        self.remove(cid)
+        self.tb.wait(p2, timeout=60)
+
+    def test_shell_job(self):
+        """A container that inherits its caller's terminal (process.terminal
+        false, stdio a pty from outside)."""
+        cid = "shelljob"
+        b = self.bundle(cid, "i=0; while :; do echo tick-$i; echo $i >> /out/count.log; "
+                             "i=$((i+1)); sleep 0.2; done")
+        pty_run = f"python3 {self.tb.scratch}/pty_run.py"
+        p1 = self.tb.spawn(0, f"{pty_run} {b}/t1.out {CRX} run -d -b {b} {cid}")
+        self.wait_for_count(cid, 3)
+        self.assertIn("tick-", self.g(f"cat {b}/t1.out"))
+        # CRIU cannot place the outside terminal without --shell-job.
+        self.assert_fails_naming(
+            self.checkpoint(cid, "--image-path /tmp/shelljob0", check=False), "/dev/pts/")
+        self.checkpoint(cid, "--shell-job --image-path /tmp/shelljob")
+        self.tb.wait(p1, timeout=60)
+        stopped = self.counts(cid)
+        p2 = self.tb.spawn(0, f"{pty_run} {b}/t2.out {CRX} restore -d --shell-job "
+                              f"--image-path /tmp/shelljob -b {b} {cid}")
+        after = self.wait_for_count(cid, stopped[-1] + 3)
+        self.assert_counts_continuously(after)
+        self.assertIn(f"tick-{stopped[-1] + 2}", self.g(f"cat {b}/t2.out"),
+                      "the restored container writes to the restoring caller's terminal")
+        self.remove(cid)
+        self.tb.wait(p2, timeout=60)
+
+    # ---- bad input ---------------------------------------------------------
+
+    def test_bad_input_leaves_nothing_behind(self):
+        cid = "bad"
+        self.bundle(cid, QUIET + COUNTER)
+        self.assert_fails_naming(self.checkpoint("nosuch", "--image-path /tmp/bad0",
+                                                 check=False), "nosuch")
+        self.assertEqual(self.files("/tmp/bad0"), set(), "nothing written for an unknown id")
+        self.assert_fails_naming(self.restore(cid, "-d --image-path /tmp/nosuch-dir",
+                                              check=False), "/tmp/nosuch-dir")
+        self.assert_nothing_left(cid)
+        self.g("mkdir -p /tmp/not-images && echo hello > /tmp/not-images/inventory.img")
+        self.assert_fails_naming(self.restore(cid, "-d --image-path /tmp/not-images",
+                                              check=False), "criu restore failed")
+        self.assert_nothing_left(cid)
+        self.g("mkdir -p /tmp/empty-images")
+        self.assert_fails_naming(self.restore(cid, "-d --image-path /tmp/empty-images",
+                                              check=False), "criu restore failed")
+        self.assert_nothing_left(cid)
+        # Restore onto a running container's id: refused, the container untouched.
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.checkpoint(cid, "--leave-running --image-path /tmp/bad1")
+        pid = self.state(cid)["pid"]
+        self.assert_fails_naming(self.restore(cid, "-d --image-path /tmp/bad1", check=False),
+                                 cid, "exists")
+        self.assertEqual(self.state(cid)["pid"], pid)
+        self.assertEqual(self.status(cid), "running")
+        self.assertEqual(self.g("pgrep -c -x criu || true").strip(), "0", "a criu is left")
+
+
+if __name__ == "__main__":
+    main()

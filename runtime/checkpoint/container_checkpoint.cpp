@@ -221,7 +221,18 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     criu_pre_dump(o);
     return;
   }
-  criu_dump(o);
+  try {
+    criu_dump(o);
+  } catch (const Error& e) {
+    // Debian's CRIU 3.17.1 looks the terminal up as a file on a mount of
+    // the container; the caller's /dev/pts is not one, --shell-job or not.
+    std::string what = e.what();
+    if (r.flags.shell_job && what.find("path=/dev/pts/") != std::string::npos) {
+      throw Error("--shell-job: the container's terminal comes from outside its mount "
+                  "namespace, which this CRIU cannot dump (" + what + ")");
+    }
+    throw;
+  }
   if (!o.leave_running) {
     // CRIU killed the tasks; remove what is left like runc does.
     container::delete_container(g, id, true);

@@ -49,7 +49,9 @@ struct FakeSource : SourceSide {
     ++rounds;
     crx::write_file(dir + "/core-1.img", "core of round " + std::to_string(rounds));
     crx::write_file(dir + "/inventory.img", "");  // empty images must arrive too
-    if (!parent.empty()) ASSERT_EQ(::symlink(parent.c_str(), (dir + "/parent").c_str()), 0);
+    if (!parent.empty()) {
+      ASSERT_EQ(::symlink(parent.c_str(), (dir + "/parent").c_str()), 0);
+    }
     write_all(fd, n);
   }
   void pre_dump(const std::string& dir, const std::string& parent, int fd) override {

@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "cmd_criu_flags.hpp"
 #include "common/error.hpp"
+#include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
 #include "migrate/ram_dir.hpp"
@@ -20,30 +21,6 @@
 
 namespace crx::cmd {
 namespace {
-
-std::atomic<bool> g_interrupted{false};
-
-void on_interrupt(int) { g_interrupted.store(true); }
-
-// SIGINT/SIGTERM set a flag the sender polls; no SA_RESTART so blocking
-// waits wake up. The previous handlers come back when this goes away.
-class InterruptGuard {
- public:
-  InterruptGuard() {
-    struct sigaction sa{};
-    sa.sa_handler = on_interrupt;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~InterruptGuard() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_{}, old_term_{};
-};
 
 struct MigrateArgs {
   std::string id;
@@ -117,8 +94,8 @@ void register_migrate(Cli& cli) {
       o.timeout = std::chrono::seconds(cfg.timeout_seconds);
       o.restore_timeout = std::chrono::seconds(cfg.timeout_seconds * 5);
       if (a->format == "text") o.progress = migrate::terminal_progress("migrate " + a->id);
-      InterruptGuard guard;
-      o.cancel = &g_interrupted;
+      StopSignals stop_signals;
+      o.cancel = &StopSignals::flag();
 
       migrate::CriuSource source(cli.global, a->id, a->criu.to_flags());
       auto report = migrate::migrate_out(source, o);

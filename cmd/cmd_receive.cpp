@@ -14,6 +14,7 @@
 #include "cmd_criu_flags.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
 #include "migrate/ram_dir.hpp"
@@ -22,32 +23,9 @@
 namespace crx::cmd {
 namespace {
 
-std::atomic<bool> g_stop{false};
-
-void on_stop(int) { g_stop.store(true); }
-
-// No SA_RESTART: the wait for the next sender wakes up on the signal.
-class StopSignals {
- public:
-  StopSignals() {
-    struct sigaction sa{};
-    sa.sa_handler = on_stop;
-    sigemptyset(&sa.sa_mask);
-    ::sigaction(SIGINT, &sa, &old_int_);
-    ::sigaction(SIGTERM, &sa, &old_term_);
-  }
-  ~StopSignals() {
-    ::sigaction(SIGINT, &old_int_, nullptr);
-    ::sigaction(SIGTERM, &old_term_, nullptr);
-  }
-
- private:
-  struct sigaction old_int_{}, old_term_{};
-};
-
 // Waits for the next sender; false when a stop signal came first.
 bool wait_for_sender(const migrate::TcpListener& listener) {
-  while (!g_stop.load()) {
+  while (!StopSignals::stop_requested()) {
     struct pollfd p{listener.fd(), POLLIN, 0};
     int r = ::poll(&p, 1, 1000);
     if (r > 0) return true;

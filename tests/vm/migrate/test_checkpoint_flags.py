@@ -387,7 +387,8 @@ class CheckpointFlagsTest(VmTestCase):
         /tmp/usk-<cid>/peer.sock, a dir bound into the container at the same
         path (CRIU reconnects an external peer by the name it was bound to).
         In the guest's network namespace: CRIU finds a socket's peer through
-        sock_diag of the namespaces it dumps."""
+        sock_diag of the namespaces it dumps (a network namespace of the
+        container's own was not tried)."""
         d = f"/tmp/usk-{cid}"
         b = self.bundle(cid, QUIET + f"exec /bin/usk_client {kind} {d}/peer.sock",
                         netns=False, binds=(d,))
@@ -470,9 +471,12 @@ class CheckpointFlagsTest(VmTestCase):
         self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
 
     @unittest.skipUnless(os.environ.get("CRX_TEST_LAZY_PAGES"),
-                         "unreliable: passed alone, but in one full-class run the lazily "
-                         "restored container did not count within 180 s (not yet diagnosed); "
-                         "set CRX_TEST_LAZY_PAGES=1 to run it")
+                         "unreliable: fails in about half the runs, alone or in the class "
+                         "(CRIU restores and lazy-pages serves every page, then the restored "
+                         "container is dead: crx list shows it stopped, pid 0). Suspected: "
+                         "CRIU's soft cgroup mode puts the restored tasks back into the "
+                         "checkpointed container's cgroup, which crx kills when that "
+                         "container's page server is done; set CRX_TEST_LAZY_PAGES=1 to run it")
     def test_lazy_pages_with_status_fd(self):
         """checkpoint --lazy-pages keeps the memory in a page server of its own
         and writes a byte to --status-fd once that server is ready; `criu
@@ -496,10 +500,22 @@ class CheckpointFlagsTest(VmTestCase):
         # its page server is done (then crx removes it, as after any dump).
         self.addCleanup(self.remove, "lazy-r")
         self.g(f"{CRX} restore -d --lazy-pages --image-path /tmp/lazy -b /tmp/b/{cid} lazy-r")
-        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        try:
+            self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n--- what the guest shows:\n" + self.try_g(
+                f"ls -l /tmp/lazy; for f in /tmp/lazy/*.log; do echo == $f; tail -n 15 $f; done; "
+                f"{CRX} list; ps -eo pid,stat,wchan:20,args | grep -v ' \\[' ; "
+                f"tail -n 3 /tmp/b/{cid}/out/count.log", timeout=120)[1]) from None
+        st = self.state("lazy-r")
+        cg = self.g(f"cat /proc/{st['pid']}/cgroup") if st and st["pid"] else "?"
         rc, out, err = self.tb.wait(dump, timeout=300)
         self.assertEqual(rc, 0, f"the lazy checkpoint ends once its pages are served\n{err}")
         self.tb.wait(lazy, timeout=120)
+        # Removing the checkpointed container must not touch the restored one.
+        time.sleep(2)
+        self.assertEqual(self.status("lazy-r"), "running",
+                         f"the restored container died when the dump ended; its cgroup: {cg}")
 
     def test_auto_dedup(self):
         cid = "dedup"

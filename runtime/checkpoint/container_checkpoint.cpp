@@ -17,6 +17,7 @@
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
 #include "linux/cgroup.hpp"
+#include "linux/cgroup_paths.hpp"
 #include "linux/console.hpp"
 #include "spec/rootfs.hpp"
 #include "spec/spec.hpp"
@@ -271,8 +272,12 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     o.lazy_pages = r.flags.lazy_pages;
     o.notify_scripts = true;
     o.orphan_pts_master = s.process.terminal;
-    // Same cgroupsPath as on the source, so CRIU's soft mode finds the
-    // cgroup made above; the root task also joins it explicitly below.
+    // The tasks go into the cgroup made above, also when the id (and so
+    // the default cgroupsPath) differs from the checkpointed container's;
+    // without roots CRIU would put them back into the old one's cgroup.
+    // The root task also joins it explicitly below.
+    o.cgroup_roots = cgroup::criu_cgroup_roots(
+        cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg->dirs());
     pid_t restored = 0;
     bool held = false;
     auto notify = [&](Notification& n) {

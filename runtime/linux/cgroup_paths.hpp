@@ -40,4 +40,12 @@ struct Placement {
 std::map<std::string, std::string> container_dirs(const Placement& where,
                                                   const std::string& inner_path);
 
+// CRIU's cgroup roots for a restore into a container's directories (what
+// container_dirs() made): for each controller the path of its directory
+// inside its hierarchy ("/crx/abc"), so the restored tasks land in the new
+// container's cgroup, not in the checkpointed one's. The cgroup2 directory
+// ("unified") becomes the default root (controller ""), as runc passes it.
+std::vector<std::pair<std::string, std::string>> criu_cgroup_roots(
+    const std::vector<Hierarchy>& hierarchies, const std::map<std::string, std::string>& dirs);
+
 }  // namespace crx::cgroup

@@ -198,3 +198,28 @@ TEST(CgroupDevices, EffectiveResourcesAddLinuxDevicesThenDefaults) {
 }
 
 }  // namespace
+
+TEST(CriuCgroupRoots, PureV2IsOneDefaultRootInsideTheHierarchy) {
+  std::vector<cg::Hierarchy> hs{{"/sys/fs/cgroup", "/", true, {}}};
+  auto roots = cg::criu_cgroup_roots(hs, {{"unified", "/sys/fs/cgroup/crx/new-id"}});
+  ASSERT_EQ(roots.size(), 1u);
+  EXPECT_EQ(roots[0].first, "");
+  EXPECT_EQ(roots[0].second, "/crx/new-id");
+}
+
+TEST(CriuCgroupRoots, HybridNamesEachV1ControllerAndUsesTheLongestMount) {
+  std::vector<cg::Hierarchy> hs{{"/sys/fs/cgroup/memory", "/", false, {"memory"}},
+                                {"/sys/fs/cgroup/unified", "/", true, {}},
+                                {"/sys/fs/cgroup/cpu,cpuacct", "/base", false, {"cpu", "cpuacct"}}};
+  auto roots = cg::criu_cgroup_roots(hs, {{"memory", "/sys/fs/cgroup/memory/a/b"},
+                                          {"cpu", "/sys/fs/cgroup/cpu,cpuacct/a/b"},
+                                          {"unified", "/sys/fs/cgroup/unified/a/b"}});
+  std::map<std::string, std::string> got(roots.begin(), roots.end());
+  EXPECT_EQ(got, (std::map<std::string, std::string>{
+                     {"memory", "/a/b"}, {"cpu", "/base/a/b"}, {"", "/a/b"}}));
+}
+
+TEST(CriuCgroupRoots, ADirectoryOnNoHierarchyIsAnError) {
+  std::vector<cg::Hierarchy> hs{{"/sys/fs/cgroup", "/", true, {}}};
+  EXPECT_THROW(cg::criu_cgroup_roots(hs, {{"unified", "/tmp/x"}}), crx::Error);
+}

@@ -470,12 +470,6 @@ class CheckpointFlagsTest(VmTestCase):
         self.restore(cid, "-d --image-path /tmp/ps-img")
         self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
 
-    @unittest.skipUnless(os.environ.get("CRX_TEST_LAZY_PAGES"),
-                         "fails in most runs, alone or in the class: CRIU (soft cgroup mode) "
-                         "restores the tasks into the checkpointed container's cgroup "
-                         "(restore.log: `cg: -> unified//lazy/cgroup.procs`), and crx kills "
-                         "that cgroup when the lazy dump ends; crx restore does not yet pass "
-                         "CRIU a cgroup root of the new container. CRX_TEST_LAZY_PAGES=1 runs it")
     def test_lazy_pages_with_status_fd(self):
         """checkpoint --lazy-pages keeps the memory in a page server of its own
         and writes a byte to --status-fd once that server is ready; `criu

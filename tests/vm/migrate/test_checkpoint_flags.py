@@ -279,6 +279,11 @@ class CheckpointFlagsTest(VmTestCase):
         cmd = f"{CRX} restore {args} -b /tmp/b/{cid} {cid}"
         return self.g(cmd) if check else self.try_g(cmd)
 
+    def assert_counts_on(self, cid, stopped):
+        """The container counts on from where `stopped` (its counts when it
+        was dumped) ended: no gap, no repeat."""
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+
     def assert_fails_naming(self, rc_out_err, *words):
         rc, out, err = rc_out_err
         self.assertNotEqual(rc, 0, f"expected a failure, got:\n{out}\n{err}")
@@ -315,7 +320,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.assertIn("restore.log", self.files("/tmp/paths/work2"))
         self.assertNotIn("restore.log", self.files("/tmp/paths/img"))
         self.assertEqual(self.status(cid), "running")
-        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        self.assert_counts_on(cid, stopped)
 
     def test_leave_running(self):
         cid = "leave"
@@ -379,7 +384,7 @@ class CheckpointFlagsTest(VmTestCase):
         stopped = self.counts(cid)
         self.restore(cid, "-d --file-locks --image-path /tmp/locks")
         self.assertNotEqual(self.try_g(held)[0], 0, "the restored container holds the lock again")
-        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        self.assert_counts_on(cid, stopped)
 
     def usk_container(self, cid, kind):
         """A container whose only job is a unix socket of kind connected to a
@@ -468,7 +473,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.g("cp /tmp/ps-pages/pages-*.img /tmp/ps-pages/pagemap-*.img /tmp/ps-img/ 2>/dev/null;"
                " cp -n /tmp/ps-pages/*.img /tmp/ps-img/")
         self.restore(cid, "-d --image-path /tmp/ps-img")
-        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        self.assert_counts_on(cid, stopped)
 
     def test_lazy_pages_with_status_fd(self):
         """checkpoint --lazy-pages keeps the memory in a page server of its own
@@ -494,7 +499,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.addCleanup(self.remove, "lazy-r")
         self.g(f"{CRX} restore -d --lazy-pages --image-path /tmp/lazy -b /tmp/b/{cid} lazy-r")
         try:
-            self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+            self.assert_counts_on(cid, stopped)
         except AssertionError as e:
             raise AssertionError(f"{e}\n--- what the guest shows:\n" + self.try_g(
                 f"ls -l /tmp/lazy; for f in /tmp/lazy/*.log; do echo == $f; tail -n 15 $f; done; "
@@ -562,7 +567,7 @@ class CheckpointFlagsTest(VmTestCase):
         stopped = self.counts(cid)
         self.restore(cid, "-d --image-path /tmp/emptyns")
         self.assertEqual(self.status(cid), "running")
-        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        self.assert_counts_on(cid, stopped)
 
     # ---- restore flags -----------------------------------------------------
 
@@ -580,7 +585,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.wait_until("the restored container", lambda: self.status(cid) == "running")
         self.assertEqual(int(self.g("cat /tmp/fg.pid")), self.state(cid)["pid"])
         self.assertEqual(self.state(cid)["bundle"], f"/tmp/b/{cid}")
-        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
+        self.assert_counts_on(cid, stopped)
         self.g(f"{CRX} kill {cid} KILL")
         rc, out, err = self.tb.wait(h, timeout=120)
         self.assertEqual(rc, 137, f"crx restore returns the container's status\n{err}")

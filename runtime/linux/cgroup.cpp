@@ -64,12 +64,8 @@ std::vector<Hierarchy> usable_hierarchies(Layout layout) {
 }
 
 std::string mount_of(const std::vector<Hierarchy>& hs, const std::string& dir) {
-  std::string best;
-  for (const auto& h : hs)
-    if ((dir == h.mountpoint || dir.rfind(h.mountpoint + "/", 0) == 0) &&
-        h.mountpoint.size() > best.size())
-      best = h.mountpoint;
-  return best;
+  const Hierarchy* h = hierarchy_of(hs, dir);
+  return h ? h->mountpoint : std::string();
 }
 
 std::vector<std::string> unique_dirs(const std::map<std::string, std::string>& dirs) {

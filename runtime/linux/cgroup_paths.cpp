@@ -206,21 +206,25 @@ std::map<std::string, std::string> container_dirs(const Placement& where,
   return dirs;
 }
 
+const Hierarchy* hierarchy_of(const std::vector<Hierarchy>& hierarchies, const std::string& dir) {
+  const Hierarchy* best = nullptr;
+  for (const auto& h : hierarchies) {
+    bool below = dir == h.mountpoint || dir.rfind(h.mountpoint + "/", 0) == 0;
+    if (below && (!best || h.mountpoint.size() > best->mountpoint.size())) best = &h;
+  }
+  return best;
+}
+
 std::vector<std::pair<std::string, std::string>> criu_cgroup_roots(
     const std::vector<Hierarchy>& hierarchies, const std::map<std::string, std::string>& dirs) {
   std::vector<std::pair<std::string, std::string>> roots;
   for (const auto& [controller, dir] : dirs) {
-    const Hierarchy* mount = nullptr;
-    for (const auto& h : hierarchies) {
-      bool below = dir == h.mountpoint || dir.rfind(h.mountpoint + "/", 0) == 0;
-      if (below && (!mount || h.mountpoint.size() > mount->mountpoint.size())) mount = &h;
-    }
+    const Hierarchy* mount = hierarchy_of(hierarchies, dir);
     if (!mount) throw Error("cgroup: " + dir + " is on no mounted cgroup hierarchy");
-    std::string inside = dir.substr(mount->mountpoint.size());
-    std::string root = mount->root == "/" ? "" : mount->root;
-    std::string path = root + inside;
-    if (path.empty()) path = "/";
-    roots.emplace_back(controller == "unified" ? "" : controller, path);
+    // The mount's root inside the hierarchy, then the rest of dir below it.
+    std::string path = mount->root == "/" ? std::string() : mount->root;
+    path.append(dir, mount->mountpoint.size());
+    roots.emplace_back(controller == "unified" ? "" : controller, path.empty() ? "/" : path);
   }
   return roots;
 }

@@ -40,6 +40,10 @@ struct Placement {
 std::map<std::string, std::string> container_dirs(const Placement& where,
                                                   const std::string& inner_path);
 
+// The hierarchy `dir` lies on: the one with the longest mount point that
+// is `dir` or a parent of it; nullptr if none.
+const Hierarchy* hierarchy_of(const std::vector<Hierarchy>& hierarchies, const std::string& dir);
+
 // CRIU's cgroup roots for a restore into a container's directories (what
 // container_dirs() made): for each controller the path of its directory
 // inside its hierarchy ("/crx/abc"), so the restored tasks land in the new

@@ -20,6 +20,7 @@
 #include "container/init.hpp"
 #include "container/sync.hpp"
 #include "linux/cgroup.hpp"
+#include "linux/clone.hpp"
 #include "linux/console.hpp"
 #include "linux/fds.hpp"
 #include "linux/sysctl.hpp"
@@ -90,10 +91,13 @@ struct Transaction {
   }
 };
 
-pid_t clone_child(int flags) {
-  long pid = ::syscall(SYS_clone, static_cast<unsigned long>(flags) | SIGCHLD, nullptr, nullptr, nullptr, nullptr);
-  if (pid < 0) throw_errno("clone container init");
-  return static_cast<pid_t>(pid);
+// A child that failed early has closed its end: its Error message is
+// waiting in the socket and the setup loop reports it, not this send.
+void tell_cgroup_joined(const SyncChannel& parent_end) {
+  try {
+    parent_end.send(SyncType::CgroupJoined);
+  } catch (const Error&) {
+  }
 }
 
 }  // namespace
@@ -129,7 +133,11 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   st.config = spec.raw;
   st.systemd_cgroup = g.systemd_cgroup;
   st.owner = "";
-  tx.dir->save(st);  // lets delete --force clean up a create killed half way
+  // Saved with where the cgroup will be before anything is made, so a create
+  // killed half way leaves delete --force everything it needs to clean up.
+  tx.cg.emplace(cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup));
+  st.cgroup = tx.cg->save();
+  tx.dir->save(st);
 
   if (::mkfifo(tx.dir->fifo_path().c_str(), 0622) != 0) throw_errno("mkfifo " + tx.dir->fifo_path());
   // 0622 despite the umask: an init in a user namespace opens it as "other"
@@ -137,11 +145,6 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   UniqueFd fifo(::open(tx.dir->fifo_path().c_str(), O_PATH | O_CLOEXEC));
   if (!fifo) throw_errno("open " + tx.dir->fifo_path());
 
-  // Record where the cgroup will be before making it, so a create killed
-  // half way leaves delete --force everything it needs to clean up.
-  tx.cg.emplace(cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup));
-  st.cgroup = tx.cg->save();
-  tx.dir->save(st);
   auto resources = cgroup::effective_resources(spec.linux);
   tx.cg->make(&resources);
 
@@ -170,9 +173,18 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   ctx.preserve_fds = passed_fds;
   ctx.seccomp = &filter;
 
+  // Joining the cgroup without the kernel's RCU wait (see cgroup.hpp): the
+  // child is born in the cgroup2 part and joins v1 itself. A child in a new
+  // user namespace cannot write the host's cgroup files: the parent
+  // attaches it, while the child already does its mounts.
+  bool child_joins_itself = !ctx.new_userns;
+  UniqueFd unified = child_joins_itself ? tx.cg->open_unified_dir() : UniqueFd();
+  if (child_joins_itself) ctx.join_cgroup_v1 = &*tx.cg;
+
   // The child must not keep the container lock alive after we exit.
   int lock_fd = tx.dir->lock_fd();
-  tx.child = clone_child(ns_flags);
+  auto cloned = linux_::clone_process(ns_flags, unified.get(), "clone container init");
+  tx.child = cloned.pid;
   if (tx.child == 0) {
     ::close(lock_fd);
     parent_end.close();
@@ -185,8 +197,14 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   if (ctx.new_userns) linux_ns::write_id_maps(tx.child, spec.linux);
   // from here: a child in a new user namespace could raise but not lower it
   if (spec.process.oom_score_adj) linux_::write_oom_score_adj(*spec.process.oom_score_adj, tx.child);
-  tx.cg->add_process(tx.child);
-  parent_end.send(SyncType::Continue);
+  if (child_joins_itself) {
+    if (unified && !cloned.in_cgroup) tx.cg->add_process_to_unified(tx.child);
+    parent_end.send(SyncType::Continue);
+  } else {
+    parent_end.send(SyncType::Continue);
+    tx.cg->add_process(tx.child);
+    tell_cgroup_joined(parent_end);
+  }
 
   for (;;) {
     SyncMsg msg;

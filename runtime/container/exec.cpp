@@ -18,6 +18,7 @@
 #include "container/process_setup.hpp"
 #include "container/sync.hpp"
 #include "linux/cgroup.hpp"
+#include "linux/clone.hpp"
 #include "linux/console.hpp"
 #include "linux/fds.hpp"
 #include "linux/namespaces.hpp"
@@ -37,6 +38,7 @@ struct ExecContext {
   std::string state_json;
   int console_fd = -1;
   int preserve_fds = 0;
+  const cgroup::Cgroup* cgroup = nullptr;  // the helper joins its v1 part itself
 };
 
 std::vector<char*> c_strings(const std::vector<std::string>& v) {
@@ -74,6 +76,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    // before the namespaces: the host's /sys/fs/cgroup is still in view
+    if (ctx.cgroup) ctx.cgroup->join_v1_as_single_thread();
     sync.expect(SyncType::Continue);
     linux_ns::join_namespaces(ctx.joined);
     long pid = ::syscall(SYS_clone, static_cast<unsigned long>(CLONE_PARENT | SIGCHLD), nullptr, nullptr,
@@ -156,10 +160,14 @@ Executed exec_in_container(const GlobalOptions& g, const ExecOptions& o) {
   if (!o.console_socket.empty()) console = linux_::connect_unix_socket(o.console_socket, "console socket");
   ctx.console_fd = o.own_console_fd >= 0 ? o.own_console_fd : console.get();
 
+  // The helper is born in the cgroup2 part and joins v1 itself: no
+  // cgroup.procs write, none of its RCU wait (see cgroup.hpp).
+  ctx.cgroup = cg ? &*cg : nullptr;
+  UniqueFd unified = cg ? cg->open_unified_dir() : UniqueFd();
   auto [parent_end, child_end] = SyncChannel::make_pair();
   ChildGuard guard;
-  guard.helper = ::fork();
-  if (guard.helper < 0) throw_errno("fork exec helper");
+  auto cloned = linux_::clone_process(0, unified.get(), "fork exec helper");
+  guard.helper = cloned.pid;
   if (guard.helper == 0) {
     parent_end.close();
     int fd = ::fcntl(child_end.fd(), F_DUPFD_CLOEXEC, 0);  // stays close-on-exec: EOF at execve
@@ -167,7 +175,7 @@ Executed exec_in_container(const GlobalOptions& g, const ExecOptions& o) {
   }
   child_end.close();
   console.reset();
-  if (cg) cg->add_process(guard.helper);
+  if (unified && !cloned.in_cgroup) cg->add_process_to_unified(guard.helper);
   parent_end.send(SyncType::Continue);
 
   for (;;) {

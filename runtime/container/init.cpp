@@ -80,20 +80,42 @@ void run_init(const InitContext& ctx, SyncChannel& sync) {
   sigemptyset(&none);
   sigprocmask(SIG_SETMASK, &none, nullptr);
 
-  sync.expect(SyncType::Continue);  // id maps written, cgroup joined
+  sync.expect(SyncType::Continue);  // id maps written
+  // Everything that needs the cgroup comes after enter_cgroup(): a fork
+  // (pids limit, the child inherits it), the cgroup namespace (rooted at our
+  // cgroup), cgroup mounts and mknod (see rootfs::Options::enter_cgroup).
+  // Joining it ourselves is quick, so it is done first; when the parent
+  // attaches us we do our mounts meanwhile and wait only when needed.
+  bool in_cgroup = false;
+  auto enter_cgroup = [&] {
+    if (in_cgroup) return;
+    if (ctx.join_cgroup_v1) {
+      ctx.join_cgroup_v1->join_v1_as_single_thread();
+    } else {
+      sync.expect(SyncType::CgroupJoined);
+    }
+    if (ctx.new_cgroupns && ::unshare(CLONE_NEWCGROUP) != 0) throw_errno("unshare cgroup namespace");
+    in_cgroup = true;
+  };
+  if (ctx.join_cgroup_v1) enter_cgroup();
   if (ctx.new_userns) become_root_in_userns();
   linux_ns::join_namespaces(spec.linux);
-  if (linux_ns::joins_pid_namespace(spec.linux)) fork_into_pid_namespace(sync);
-  if (ctx.new_cgroupns && ::unshare(CLONE_NEWCGROUP) != 0) throw_errno("unshare cgroup namespace");
+  if (linux_ns::joins_pid_namespace(spec.linux)) {
+    enter_cgroup();
+    fork_into_pid_namespace(sync);
+  }
   if (::setsid() < 0 && errno != EPERM) throw_errno("setsid");
   if (::prctl(PR_SET_PDEATHSIG, 0) != 0) throw_errno("prctl PDEATHSIG");
 
   set_hostnames(spec);
-  rootfs::Options ro{ctx.rootfs, ctx.bundle, ctx.no_pivot, ctx.new_userns, ctx.new_cgroupns};
+  rootfs::Options ro{ctx.rootfs, ctx.bundle, ctx.no_pivot, ctx.new_userns, ctx.new_cgroupns, enter_cgroup};
   rootfs::prepare_rootfs(spec, ro);
+  enter_cgroup();
 
-  sync.send(SyncType::RunRuntimeHooks);
-  sync.expect(SyncType::HooksDone);
+  if (spec.hooks.has_runtime_create_hooks()) {
+    sync.send(SyncType::RunRuntimeHooks);
+    sync.expect(SyncType::HooksDone);
+  }
   run_hooks_or_throw(spec.hooks.create_container, "createContainer", ctx.state_json);
 
   rootfs::enter_rootfs(ro);

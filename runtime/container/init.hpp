@@ -6,6 +6,7 @@
 
 #include "common/unique_fd.hpp"
 #include "container/sync.hpp"
+#include "linux/cgroup.hpp"
 #include "linux/seccomp.hpp"
 #include "spec/spec.hpp"
 
@@ -24,6 +25,10 @@ struct InitContext {
   int preserve_fds = 0;
   std::string state_json;  // OCI state for createContainer/startContainer hooks
   const linux_::SeccompFilter* seccomp = nullptr;
+  // Set when the init joins the cgroup's v1 hierarchies itself (it was born
+  // in the cgroup2 part); null when the parent attaches it and says
+  // CgroupJoined.
+  const cgroup::Cgroup* join_cgroup_v1 = nullptr;
 };
 
 [[noreturn]] void container_init(const InitContext& ctx);

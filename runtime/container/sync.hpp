@@ -9,7 +9,8 @@
 namespace crx::container {
 
 enum class SyncType : uint32_t {
-  Continue = 1,     // parent -> child: id maps written, cgroup joined, go on
+  Continue = 1,     // parent -> child: id maps written, go on (mounts may start)
+  CgroupJoined,     // parent -> child: the child is in the container's cgroup
   InitPid,          // child -> parent: value = pid of the real init (after a pid-ns fork)
   RunRuntimeHooks,  // child -> parent: mounts ready, run prestart/createRuntime
   HooksDone,        // parent -> child

@@ -1,6 +1,7 @@
 #include "linux/cgroup.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/vfs.h>
@@ -301,6 +302,25 @@ std::string Cgroup::path_for(const std::string& controller) const {
 
 void Cgroup::add_process(pid_t pid) const {
   for (const auto& dir : unique_dirs(dirs_)) fs::write(dir, "cgroup.procs", std::to_string(pid));
+}
+
+void Cgroup::join_v1_as_single_thread() const {
+  std::string unified = path_for("unified");
+  for (const auto& dir : unique_dirs(dirs_))
+    if (dir != unified) fs::write(dir, "tasks", "0");
+}
+
+UniqueFd Cgroup::open_unified_dir() const {
+  std::string unified = path_for("unified");
+  if (unified.empty()) return {};
+  UniqueFd fd(::open(unified.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw_errno("cgroup: open " + unified);
+  return fd;
+}
+
+void Cgroup::add_process_to_unified(pid_t pid) const {
+  std::string unified = path_for("unified");
+  if (!unified.empty()) fs::write(unified, "cgroup.procs", std::to_string(pid));
 }
 
 void Cgroup::apply(const spec::Resources& res) const {

@@ -78,8 +78,19 @@ class Cgroup {
   nlohmann::json save() const;                      // for state.json
 
   Layout layout() const { return layout_; }
-  // Puts pid into every hierarchy of this cgroup.
+  // Puts pid into every hierarchy of this cgroup. On v1 the kernel's first
+  // cgroup.procs write takes its global threadgroup lock for writing, which
+  // waits for an RCU grace period (~10 ms): the two calls below avoid it.
   void add_process(pid_t pid) const;
+  // The caller, single-threaded, joins every v1 hierarchy by writing "0" to
+  // its tasks file: moving only the calling thread needs no global lock,
+  // and for a single-threaded process the thread is the whole process.
+  void join_v1_as_single_thread() const;
+  // O_PATH fd of the cgroup2 directory (pure v2 or hybrid's unified one) for
+  // clone3(CLONE_INTO_CGROUP); an empty fd when there is none.
+  UniqueFd open_unified_dir() const;
+  // Puts pid into the cgroup2 directory only (when clone3 could not).
+  void add_process_to_unified(pid_t pid) const;
   // Writes the limits; also used by `update`. An empty device list leaves the
   // device rules as they are.
   void apply(const spec::Resources& res) const;

@@ -111,8 +111,9 @@ std::vector<CgroupHierarchy> cgroup_hierarchies() {
   return out;
 }
 
-void mount_cgroup(const spec::Mount& m, const std::string& dst, const mounts::MountOptions& mo,
+void mount_cgroup(const spec::Mount& /*m*/, const std::string& dst, const mounts::MountOptions& mo,
                   const Options& opts) {
+  if (opts.enter_cgroup) opts.enter_cgroup();
   mkdir_p(dst);
   unsigned long flags = mo.flags & ~MS_RDONLY;
   auto hierarchies = cgroup_hierarchies();
@@ -203,6 +204,7 @@ void prepare_rootfs(const spec::Spec& spec, const Options& opts) {
     dev_mounted = dev_mounted || paths::clean(m.destination) == "/dev";
   }
   (void)dev_mounted;
+  if (opts.enter_cgroup) opts.enter_cgroup();
   mkdir_p(opts.rootfs + "/dev");
   devices::create_devices(opts.rootfs, spec.linux.devices, opts.in_userns);
   devices::create_dev_symlinks(opts.rootfs);

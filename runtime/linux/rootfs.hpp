@@ -4,6 +4,7 @@
 //   enter_rootfs()    pivot_root (or MS_MOVE+chroot with no_pivot)
 //   finish_rootfs()   masked and readonly paths, readonly root, propagation
 #pragma once
+#include <functional>
 #include <string>
 
 #include "spec/spec.hpp"
@@ -16,6 +17,10 @@ struct Options {
   bool no_pivot = false;
   bool in_userns = false;
   bool new_cgroupns = false;
+  // Called before the first step that needs the process in its cgroup (a
+  // cgroup mount reads /proc/self/cgroup; mknod obeys the v1 devices
+  // list); the runtime joins the cgroup meanwhile. May be empty.
+  std::function<void()> enter_cgroup;
 };
 
 void prepare_rootfs(const spec::Spec& spec, const Options& opts);

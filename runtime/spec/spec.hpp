@@ -74,6 +74,8 @@ struct Hooks {
     return prestart.empty() && create_runtime.empty() && create_container.empty() &&
            start_container.empty() && poststart.empty() && poststop.empty();
   }
+  // prestart or createRuntime: run by the runtime once the mounts are made
+  bool has_runtime_create_hooks() const { return !prestart.empty() || !create_runtime.empty(); }
 };
 
 struct Namespace {

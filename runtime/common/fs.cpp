@@ -12,13 +12,13 @@
 
 namespace crx {
 
-std::string read_file(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw_errno("open " + path);
+namespace {
+
+std::string read_all(int fd, const std::string& path) {
   std::string out;
   char buf[8192];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
+    ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
       throw_errno("read " + path);
@@ -27,6 +27,20 @@ std::string read_file(const std::string& path) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+}  // namespace
+
+std::string read_file(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("open " + path);
+  return read_all(fd.get(), path);
+}
+
+std::optional<std::string> read_file_if_present(const std::string& path) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  return read_all(fd.get(), path);
 }
 
 static void write_all(int fd, std::string_view data, const std::string& path) {

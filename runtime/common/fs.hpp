@@ -2,12 +2,17 @@
 #pragma once
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <string_view>
 
 namespace crx {
 
 std::string read_file(const std::string& path);
+// nullopt when the file cannot be opened (gone, no such process); read
+// errors still throw. For the hot paths: a throw costs a static binary
+// the unwinder's first-use FDE sort.
+std::optional<std::string> read_file_if_present(const std::string& path);
 // Writes (truncating) or throws Error naming the path.
 void write_file(const std::string& path, std::string_view data, mode_t mode = 0644);
 // Writes to a temporary file in the same directory, fsyncs, renames over path.

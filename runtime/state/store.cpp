@@ -94,8 +94,8 @@ namespace {
 std::string stat_tail(pid_t pid) {
   std::string s;
   try {
-    s = read_file("/proc/" + std::to_string(pid) + "/stat");
-  } catch (const Error&) {
+    s = read_file_if_present("/proc/" + std::to_string(pid) + "/stat").value_or("");
+  } catch (const Error&) {  // ESRCH while reading: it just exited
     return "";
   }
   auto close = s.rfind(')');

@@ -29,6 +29,33 @@ std::string flag_name(const std::string& a) {
 
 bool flag_has_inline_value(const std::string& a) { return a.find('=') != std::string::npos; }
 
+using Register = void (*)(Cli&);
+struct Command {
+  const char* name;
+  Register add;
+};
+
+const Command kCommands[] = {
+    {"create", register_create}, {"start", register_start},     {"run", register_run},
+    {"state", register_state},   {"kill", register_kill},       {"delete", register_delete},
+    {"list", register_list},     {"spec", register_spec},       {"features", register_features},
+    {"exec", register_exec},     {"ps", register_ps},           {"pause", register_pause},
+    {"resume", register_resume}, {"update", register_update},   {"events", register_events},
+};
+
+// Builds only the subcommand being run when it is one of ours: CLI11 makes
+// every option object up front, and containerd runs crx many times per
+// container. Help, errors and the migration commands get them all.
+void register_commands(Cli& cli, const std::vector<std::string>& args) {
+  if (auto index = subcommand_index(args)) {
+    for (const auto& c : kCommands) {
+      if (args[*index] == c.name) return c.add(cli);
+    }
+  }
+  for (const auto& c : kCommands) c.add(cli);
+  register_extra_commands(cli);
+}
+
 }  // namespace
 
 std::optional<size_t> subcommand_index(const std::vector<std::string>& args) {
@@ -91,22 +118,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.fallthrough();
 
-  cmd::register_create(cli);
-  cmd::register_start(cli);
-  cmd::register_run(cli);
-  cmd::register_state(cli);
-  cmd::register_kill(cli);
-  cmd::register_delete(cli);
-  cmd::register_list(cli);
-  cmd::register_spec(cli);
-  cmd::register_features(cli);
-  cmd::register_exec(cli);
-  cmd::register_ps(cli);
-  cmd::register_pause(cli);
-  cmd::register_resume(cli);
-  cmd::register_update(cli);
-  cmd::register_events(cli);
-  cmd::register_extra_commands(cli);
+  cmd::register_commands(cli, args);
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());
   try {

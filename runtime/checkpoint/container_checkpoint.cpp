@@ -12,6 +12,7 @@
 #include <cerrno>
 
 #include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/recreated_mounts.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
@@ -62,7 +63,8 @@ void apply_flags(CommonOptions& o, const CriuFlags& f) {
 }
 
 // Bind mounts and masked files (/dev/null bound over them) as CRIU external
-// mounts. Masked directories are tmpfs mounts CRIU dumps by itself.
+// mounts. Masked directories (tmpfs) are added for the final dump of a
+// frozen container by add_recreated_mounts.
 void add_dump_mounts(CommonOptions& o, const spec::Spec& s, pid_t pid) {
   for (const auto& m : s.mounts) {
     if (is_bind(m)) o.ext_mounts.push_back({m.destination, m.destination});
@@ -170,7 +172,18 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.auto_dedup = flags.auto_dedup;
   s.base.orphan_pts_master = l.spec.process.terminal;
   s.base.freeze_cgroup = s.freezer_dir;
+  // With TCP connections to keep, the lock is iptables as CRIU has always
+  // done it (its per-connection rules and the restore side match that).
+  s.base.nftables_network_lock = !flags.tcp_established;
+  s.spec = std::move(l.spec);
   return s;
+}
+
+void add_recreated_mounts(DumpOptions& o, const SourceContainer& s) {
+  for (auto& m : recreated_dump_mounts(s.spec, s.pid)) {
+    log::debug("checkpoint: " + m.key + " is recreated on restore, not dumped");
+    o.ext_mounts.push_back(std::move(m));
+  }
 }
 
 void freeze_container(const container::GlobalOptions& g, const std::string& id) {
@@ -222,9 +235,26 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     criu_pre_dump(o);
     return;
   }
+  // The final dump of a frozen container can leave its empty tmpfs mounts
+  // to the restore (add_recreated_mounts): crx freezes it first, so nothing
+  // lands in them after the check, and CRIU, finding the cgroup frozen,
+  // leaves it frozen; crx then kills or thaws it (as a migration does).
+  // Not with --tcp-established without --leave-running (killing the tasks
+  // would reset the connections CRIU keeps locked) nor with lazy pages.
+  std::optional<cgroup::Cgroup> cg = load(g, id).cg;
+  bool freeze_first = cg && !src.freezer_dir.empty() && !r.flags.lazy_pages &&
+                      (r.leave_running || !r.flags.tcp_established);
+  bool was_frozen = false;
+  if (freeze_first) {
+    was_frozen = cg->frozen();
+    if (!was_frozen) cg->freeze();
+    add_recreated_mounts(o, src);
+    o.leave_running = true;
+  }
   try {
     criu_dump(o);
   } catch (const Error& e) {
+    if (freeze_first && !was_frozen) cg->thaw();
     // Debian's CRIU 3.17.1 looks the terminal up as a file on a mount of
     // the container; the caller's /dev/pts is not one, --shell-job or not.
     std::string what = e.what();
@@ -233,6 +263,18 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
                   "namespace, which this CRIU cannot dump (" + what + ")");
     }
     throw;
+  } catch (...) {
+    if (freeze_first && !was_frozen) cg->thaw();
+    throw;
+  }
+  if (freeze_first) {
+    if (!r.leave_running) {
+      kill_frozen_container(g, id);
+      container::delete_container(g, id, true);
+    } else if (!was_frozen) {
+      cg->thaw();
+    }
+    return;
   }
   if (!o.leave_running) {
     // CRIU killed the tasks; remove what is left like runc does.
@@ -258,6 +300,9 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     UniqueFd images = open_dir(r.image_path, false);
     UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
     CriuRoot root(rootfs, dir.path() + "/criu-root");
+    // Fresh tmpfs for the mounts the dump left out; detached again (here:
+    // destroyed) once CRIU has bound them into the container.
+    StagedTmpfs tmpfs(s, dir.path() + "/criu-tmpfs");
 
     RestoreOptions o;
     o.images_dir_fd = images.get();
@@ -267,6 +312,7 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     apply_flags(o, r.flags);
     if (!o.manage_cgroups_mode) o.manage_cgroups_mode = CgroupMode::Soft;
     add_restore_mounts(o, s, rootfs);
+    for (const auto& m : tmpfs.ext_mounts()) o.ext_mounts.push_back(m);
     o.rst_sibling = r.as_child;
     o.auto_dedup = r.flags.auto_dedup;
     o.lazy_pages = r.flags.lazy_pages;

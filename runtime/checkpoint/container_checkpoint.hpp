@@ -17,6 +17,7 @@
 
 #include "checkpoint/criu_options.hpp"
 #include "container/create.hpp"
+#include "spec/spec.hpp"
 
 namespace crx::checkpoint {
 
@@ -77,9 +78,14 @@ struct SourceContainer {
   pid_t pid = 0;
   std::string freezer_dir;  // CRIU's freeze_cgroup
   DumpOptions base;         // pid, root, ext mounts, flags
+  spec::Spec spec;          // the container's config
 };
 SourceContainer prepare_source(const container::GlobalOptions& g, const std::string& id,
                                const CriuFlags& flags);
+// For the final dump of a FROZEN container: its empty tmpfs mounts that
+// restore makes again (recreated_mounts.hpp) become external mounts, so
+// CRIU neither packs nor unpacks them.
+void add_recreated_mounts(DumpOptions& o, const SourceContainer& s);
 void freeze_container(const container::GlobalOptions& g, const std::string& id);
 void thaw_container(const container::GlobalOptions& g, const std::string& id);
 // SIGKILL to every task of a frozen container, then thaw (the tasks die).

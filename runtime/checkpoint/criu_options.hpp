@@ -63,6 +63,10 @@ struct DumpOptions : CommonOptions {
   uint32_t empty_ns = 0;      // CLONE_NEW* mask of namespaces to leave empty
   bool auto_dedup = false;
   std::string freeze_cgroup;  // freezer cgroup dir of the container
+  // Lock the container's network namespace with nftables (in CRIU's own
+  // process, libnftables) instead of iptables-restore (two helper runs to
+  // lock, two to unlock: seconds under TCG).
+  bool nftables_network_lock = false;
 };
 
 // One inherited fd for restore: CRIU uses `fd` where the image says `key`

@@ -105,6 +105,10 @@ struct OptsBuilder {
       opts.empty_ns = o.empty_ns;
     }
     if (!o.freeze_cgroup.empty()) opts.freeze_cgroup = s(o.freeze_cgroup);
+    if (o.nftables_network_lock) {
+      opts.has_network_lock = true;
+      opts.network_lock = CRIU_NETWORK_LOCK_METHOD__NFTABLES;
+    }
   }
 
   void restore(const RestoreOptions& o) {

@@ -81,7 +81,8 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
 
 void CriuSource::run_dump(
     void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
-    const std::string& images_dir, const std::string& parent, int page_fd, const char* log) {
+    const std::string& images_dir, const std::string& parent, int page_fd, const char* log,
+    bool final_dump) {
   UniqueFd images = open_dir(images_dir);
   UniqueFd work = open_dir(images_dir + ".work");
   checkpoint::DumpOptions o = src_.base;
@@ -92,13 +93,16 @@ void CriuSource::run_dump(
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
   o.images_dir_fd = images.get();
   o.work_dir_fd = work.get();
+  // The container is frozen for the final dump: its empty tmpfs mounts can
+  // be made again at the destination instead of packed.
+  if (final_dump) checkpoint::add_recreated_mounts(o, src_);
   criu_call(o, {});
 }
 
 void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {
   // A pre-dump must not leave the container frozen: CRIU restores the
   // freezer state it found, which is "running" here.
-  run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log");
+  run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log", false);
 }
 
 void CriuSource::freeze() { checkpoint::freeze_container(g_, id_); }
@@ -106,7 +110,7 @@ void CriuSource::freeze() { checkpoint::freeze_container(g_, id_); }
 void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd) {
   // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
   // puts it back to frozen after the dump instead of letting it run.
-  run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log");
+  run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true);
 }
 
 void CriuSource::resume() { checkpoint::thaw_container(g_, id_); }

@@ -22,7 +22,8 @@ class CriuSource : public SourceSide {
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
   // sibling as work dir, pages to page_fd.
   void run_dump(void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
-                const std::string& images_dir, const std::string& parent, int page_fd, const char* log);
+                const std::string& images_dir, const std::string& parent, int page_fd, const char* log,
+                bool final_dump);
   container::GlobalOptions g_;
   std::string id_;
   bool tcp_established_ = false;

@@ -637,6 +637,81 @@ class CheckpointFlagsTest(VmTestCase):
 
     # ---- bad input ---------------------------------------------------------
 
+    # ---- tmpfs mounts crx makes again (runtime/checkpoint/recreated_mounts) --
+
+    TMPFS = ("/proc/acpi", "/sys/firmware", "/dev/shm")
+
+    def tmpfs_mounts(self, cid):
+        """{mount point: (mount options, fs type, source, super options)} of
+        the tmpfs mounts in TMPFS, as the container's mountinfo shows them."""
+        out = self.g(f"{CRX} exec {cid} cat /proc/self/mountinfo")
+        found = {}
+        for line in out.splitlines():
+            f = line.split()
+            if len(f) > 6 and f[4] in self.TMPFS:
+                dash = f.index("-")
+                self.assertNotIn(f[4], found, f"two mounts at {f[4]}:\n{out}")
+                found[f[4]] = (f[5], f[dash + 1], f[dash + 2], f[dash + 3])
+        return found
+
+    def assert_masked_dirs_empty_and_read_only(self, cid):
+        for d in self.TMPFS[:2]:
+            self.assertEqual(self.g(f"{CRX} exec {cid} ls -A {d}").strip(), "", d)
+            rc, out, err = self.try_g(f"{CRX} exec {cid} touch {d}/x")
+            self.assertNotEqual(rc, 0, f"{d} must stay read-only")
+            self.assertIn("Read-only", out + err)
+
+    def dumped_as_external(self, log):
+        text = self.g(f"cat {log}")
+        return {d for d in self.TMPFS if f"crx-tmpfs:{d}" in text}
+
+    def test_empty_tmpfs_mounts_are_made_again_on_restore(self):
+        """Masked directories and an empty /dev/shm are no part of the dump
+        (CRIU external mounts, no tar); crx mounts them again on restore:
+        the same mounts (options, type, source, size), the masked ones empty
+        and read-only, /dev/shm writable. Nothing of crx's staging is left."""
+        cid = "tmpfs"
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        before = self.tmpfs_mounts(cid)
+        self.assertEqual(set(before), set(self.TMPFS), "the spec's masked dirs and /dev/shm")
+        self.checkpoint(cid, "--image-path /tmp/tmpfs")
+        self.assertEqual(self.dumped_as_external("/tmp/tmpfs/dump.log"), set(self.TMPFS))
+        stopped = self.counts(cid)
+        self.restore(cid, "-d --image-path /tmp/tmpfs")
+        self.assert_counts_on(cid, stopped)
+        self.assertEqual(self.tmpfs_mounts(cid), before)
+        self.assert_masked_dirs_empty_and_read_only(cid)
+        self.assertEqual(self.g(f"{CRX} exec {cid} sh -c 'echo w > /dev/shm/f && cat /dev/shm/f'"
+                                ).strip(), "w", "/dev/shm is writable after the restore")
+        self.assertEqual(self.g("grep -c criu-tmpfs /proc/self/mountinfo || true").strip(), "0",
+                         "crx's staging mounts are detached")
+        self.assertEqual(self.g(f"ls /run/crx/{cid}/criu-tmpfs 2>&1 >/dev/null | wc -l").strip(),
+                         "1", "crx's staging dir is removed")
+        # The same with --leave-running: the container runs on after the dump.
+        self.checkpoint(cid, "--leave-running --image-path /tmp/tmpfs2")
+        self.assertEqual(self.status(cid), "running")
+        self.wait_for_count(cid, self.counts(cid)[-1] + 2)
+
+    def test_dev_shm_with_data_is_dumped_by_criu(self):
+        """A file in /dev/shm at checkpoint time: CRIU packs /dev/shm as
+        always (the masked dirs are still left out), the file is there after
+        the restore."""
+        cid = "shmdata"
+        self.bundle(cid, QUIET + "echo kept > /dev/shm/data; " + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        before = self.tmpfs_mounts(cid)
+        self.checkpoint(cid, "--image-path /tmp/shmdata")
+        self.assertEqual(self.dumped_as_external("/tmp/shmdata/dump.log"), set(self.TMPFS[:2]))
+        stopped = self.counts(cid)
+        self.restore(cid, "-d --image-path /tmp/shmdata")
+        self.assert_counts_on(cid, stopped)
+        self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/shm/data").strip(), "kept")
+        self.assertEqual(self.tmpfs_mounts(cid), before)
+        self.assert_masked_dirs_empty_and_read_only(cid)
+
     def test_bad_input_leaves_nothing_behind(self):
         cid = "bad"
         self.bundle(cid, QUIET + COUNTER)

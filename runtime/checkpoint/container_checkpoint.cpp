@@ -12,6 +12,8 @@
 #include <cerrno>
 
 #include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/external_namespaces.hpp"
+#include "checkpoint/recreated_dev.hpp"
 #include "checkpoint/recreated_mounts.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -168,6 +170,7 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.root = l.st.rootfs;
   apply_flags(s.base, flags);
   add_dump_mounts(s.base, l.spec, l.st.pid);
+  add_dump_external_namespaces(s.base, l.spec, l.st.pid);
   s.base.empty_ns = empty_ns_mask(flags.empty_ns);
   s.base.auto_dedup = flags.auto_dedup;
   s.base.orphan_pts_master = l.spec.process.terminal;
@@ -176,6 +179,7 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   // done it (its per-connection rules and the restore side match that).
   s.base.nftables_network_lock = !flags.tcp_established;
   s.spec = std::move(l.spec);
+  s.state_dir = state::StateDir::open(g.root, id).path();
   return s;
 }
 
@@ -183,6 +187,10 @@ void add_recreated_mounts(DumpOptions& o, const SourceContainer& s) {
   for (auto& m : recreated_dump_mounts(s.spec, s.pid)) {
     log::debug("checkpoint: " + m.key + " is recreated on restore, not dumped");
     o.ext_mounts.push_back(std::move(m));
+  }
+  if (auto dev = recreated_dev_mount(s.spec, s.pid, s.state_dir + "/criu-dev-check")) {
+    log::debug("checkpoint: /dev is recreated on restore, not dumped");
+    o.ext_mounts.push_back(std::move(*dev));
   }
 }
 
@@ -312,6 +320,7 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     apply_flags(o, r.flags);
     if (!o.manage_cgroups_mode) o.manage_cgroups_mode = CgroupMode::Soft;
     add_restore_mounts(o, s, rootfs);
+    auto joined_namespaces = add_restore_external_namespaces(o, s);
     for (const auto& m : tmpfs.ext_mounts()) o.ext_mounts.push_back(m);
     o.rst_sibling = r.as_child;
     o.auto_dedup = r.flags.auto_dedup;

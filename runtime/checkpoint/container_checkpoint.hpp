@@ -79,6 +79,7 @@ struct SourceContainer {
   std::string freezer_dir;  // CRIU's freeze_cgroup
   DumpOptions base;         // pid, root, ext mounts, flags
   spec::Spec spec;          // the container's config
+  std::string state_dir;    // crx's dir of the container (scratch space)
 };
 SourceContainer prepare_source(const container::GlobalOptions& g, const std::string& id,
                                const CriuFlags& flags);

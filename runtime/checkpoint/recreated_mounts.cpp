@@ -1,5 +1,7 @@
 #include "checkpoint/recreated_mounts.hpp"
 
+#include "checkpoint/recreated_dev.hpp"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
@@ -170,9 +172,19 @@ std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid)
 
 StagedTmpfs::StagedTmpfs(const spec::Spec& s, std::string dir) : dir_(std::move(dir)) {
   auto candidates = recreatable_tmpfs(s);
-  if (candidates.empty()) return;
+  auto dev = dev_tmpfs(s);
+  if (candidates.empty() && !dev) return;
   try {
     mkdir_p(dir_, 0700);
+    if (dev) {
+      std::string root = dir_ + "/devroot";
+      mkdir_p(root + "/dev", 0755);
+      mounted_.push_back(root + "/dev");  // detached even if filling it fails
+      make_dev(root, s, *dev);
+      if (::mount(nullptr, (root + "/dev").c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
+        throw_errno("make " + root + "/dev private");
+      ext_.push_back({recreated_mount_name("/dev"), root + "/dev"});
+    }
     for (size_t i = 0; i < candidates.size(); ++i) {
       const auto& c = candidates[i];
       std::string at = dir_ + "/" + std::to_string(i);

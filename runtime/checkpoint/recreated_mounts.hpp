@@ -60,8 +60,8 @@ std::vector<ExternalMount> choose_recreated_mounts(
 // check. Unreadable or odd paths count as not empty.
 std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid);
 
-// Restore: a fresh tmpfs for every candidate, mounted (private) under
-// `dir`; ext_mounts() maps the dump's names to them. The destructor
+// Restore: a fresh tmpfs for every candidate and a /dev as crx makes it
+// (recreated_dev.hpp), mounted (private) under `dir`; ext_mounts() maps the dump's names to them. The destructor
 // detaches them and removes `dir`: what CRIU bound into the container stays.
 class StagedTmpfs {
  public:

@@ -91,9 +91,10 @@ os.waitpid(pid, 0)
 TCP_PEER = r'''
 import socket, sys
 port, log = int(sys.argv[1]), sys.argv[2]
+host = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
 srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind(("127.0.0.1", port))
+srv.bind((host, port))
 srv.listen(1)
 conn, _ = srv.accept()
 srv.close()  # one connection only: a reconnect would not be served
@@ -362,6 +363,49 @@ class CheckpointFlagsTest(VmTestCase):
         stopped = self.counts(cid)
         self.restore(cid, "-d --tcp-established --image-path /tmp/tcp")
         # The numbers come back through the one connection the peer accepted.
+        after = self.wait_for_count(cid, stopped[-1] + 3)
+        self.assert_counts_continuously(after)
+        sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
+        self.assert_counts_continuously(sent)
+        self.remove(cid)
+        self.tb.wait(peer, timeout=60)
+
+    def test_tcp_established_in_a_network_namespace_joined_by_path(self):
+        """The container joins a network namespace made outside (as CNI does:
+        /var/run/netns/<name>, a veth to the guest) and holds a TCP
+        connection to a peer in the guest: the dump marks the namespace
+        external, the restore joins the one config.json names, and the
+        connection survives. Without that CRIU dumps the namespace's veth and
+        the checkpoint fails."""
+        cid, port, ns = "tcpns", 7102, "crxtcpns"
+        self.g(f"ip netns del {ns} 2>/dev/null; ip link del vh{ns} 2>/dev/null; ip netns add {ns} && "
+               f"ip link add vh{ns} type veth peer name eth0 netns {ns} && "
+               f"ip addr add 10.77.0.1/24 dev vh{ns} && ip link set vh{ns} up && "
+               f"ip -n {ns} addr add 10.77.0.2/24 dev eth0 && ip -n {ns} link set eth0 up && "
+               f"ip -n {ns} link set lo up")
+        self.addCleanup(self.try_g, f"ip netns del {ns}; ip link del vh{ns} 2>/dev/null")
+        b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
+                             f"nc 10.77.0.1 {port} >> /out/count.log")
+        with open(os.path.join(self.tb.scratch, f"{cid}.json")) as f:
+            spec = json.load(f)
+        for n in spec["linux"]["namespaces"]:
+            if n["type"] == "network":
+                n["path"] = f"/var/run/netns/{ns}"
+        with open(os.path.join(self.tb.scratch, f"{cid}.json"), "w") as f:
+            json.dump(spec, f, indent=2)
+        self.g(f"cp {self.tb.scratch}/{cid}.json {b}/config.json")
+        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log 10.77.0.1")
+        self.wait_until("the peer to listen",
+                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.checkpoint(cid, "--tcp-established --image-path /tmp/tcpns")
+        stopped = self.counts(cid)
+        self.restore(cid, "-d --tcp-established --image-path /tmp/tcpns")
+        st = self.state(cid)
+        self.assertEqual(self.g(f"readlink /proc/{st['pid']}/ns/net"),
+                         self.g(f"ip netns exec {ns} readlink /proc/self/ns/net"),
+                         "the restored container is in the namespace config.json names")
         after = self.wait_for_count(cid, stopped[-1] + 3)
         self.assert_counts_continuously(after)
         sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
@@ -663,25 +707,36 @@ class CheckpointFlagsTest(VmTestCase):
 
     def dumped_as_external(self, log):
         text = self.g(f"cat {log}")
-        return {d for d in self.TMPFS if f"crx-tmpfs:{d}" in text}
+        return {d for d in self.TMPFS + ("/dev",) if f"crx-tmpfs:{d} " in text}
+
+    def dev_listing(self, cid):
+        """Every entry of the container's /dev mount: name, type+mode, owner,
+        device number, link target (no times)."""
+        return self.g(f"{CRX} exec {cid} find /dev -xdev -exec stat -c '%n %f %u %g %t %T %N' "
+                      "{} +").splitlines()
 
     def test_empty_tmpfs_mounts_are_made_again_on_restore(self):
-        """Masked directories and an empty /dev/shm are no part of the dump
-        (CRIU external mounts, no tar); crx mounts them again on restore:
-        the same mounts (options, type, source, size), the masked ones empty
-        and read-only, /dev/shm writable. Nothing of crx's staging is left."""
+        """Masked directories, an empty /dev/shm and a /dev as crx made it
+        are no part of the dump (CRIU external mounts, no tar); crx mounts
+        them again on restore: the same mounts (options, type, source,
+        size), /dev with the same entries, the masked ones empty and
+        read-only, /dev/shm writable. Nothing of crx's staging is left."""
         cid = "tmpfs"
         self.bundle(cid, QUIET + COUNTER)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         before = self.tmpfs_mounts(cid)
         self.assertEqual(set(before), set(self.TMPFS), "the spec's masked dirs and /dev/shm")
+        dev = self.dev_listing(cid)
+        self.assertTrue(any(ln.startswith("/dev/null 21b6 0 0 1 3") for ln in dev), dev)
         self.checkpoint(cid, "--image-path /tmp/tmpfs")
-        self.assertEqual(self.dumped_as_external("/tmp/tmpfs/dump.log"), set(self.TMPFS))
+        self.assertEqual(self.dumped_as_external("/tmp/tmpfs/dump.log"),
+                         set(self.TMPFS) | {"/dev"})
         stopped = self.counts(cid)
         self.restore(cid, "-d --image-path /tmp/tmpfs")
         self.assert_counts_on(cid, stopped)
         self.assertEqual(self.tmpfs_mounts(cid), before)
+        self.assertEqual(self.dev_listing(cid), dev, "/dev is made again as it was")
         self.assert_masked_dirs_empty_and_read_only(cid)
         self.assertEqual(self.g(f"{CRX} exec {cid} sh -c 'echo w > /dev/shm/f && cat /dev/shm/f'"
                                 ).strip(), "w", "/dev/shm is writable after the restore")
@@ -694,12 +749,12 @@ class CheckpointFlagsTest(VmTestCase):
         self.assertEqual(self.status(cid), "running")
         self.wait_for_count(cid, self.counts(cid)[-1] + 2)
 
-    def test_dev_shm_with_data_is_dumped_by_criu(self):
-        """A file in /dev/shm at checkpoint time: CRIU packs /dev/shm as
-        always (the masked dirs are still left out), the file is there after
-        the restore."""
+    def test_dev_and_dev_shm_with_data_are_dumped_by_criu(self):
+        """A file in /dev/shm and one in /dev at checkpoint time: CRIU packs
+        /dev/shm and /dev as always (the masked dirs are still left out),
+        the files are there after the restore."""
         cid = "shmdata"
-        self.bundle(cid, QUIET + "echo kept > /dev/shm/data; " + COUNTER)
+        self.bundle(cid, QUIET + "echo kept > /dev/shm/data; echo dev > /dev/appfile; " + COUNTER)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         before = self.tmpfs_mounts(cid)
@@ -709,6 +764,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.restore(cid, "-d --image-path /tmp/shmdata")
         self.assert_counts_on(cid, stopped)
         self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/shm/data").strip(), "kept")
+        self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/appfile").strip(), "dev")
         self.assertEqual(self.tmpfs_mounts(cid), before)
         self.assert_masked_dirs_empty_and_read_only(cid)
 

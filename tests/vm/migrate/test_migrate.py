@@ -165,6 +165,17 @@ class MigrateTest(Base):
         c = self.counts(tb)
         after = self.wait_for_count(tb, c[-1] + 2)
         self.assert_counts_continuously(after)
+        # The mounts crx made again at the destination instead of CRIU
+        # (runtime/checkpoint/recreated_*): masked dirs empty and read-only,
+        # /dev/shm writable, /dev with its devices.
+        for d in ("/proc/acpi", "/sys/firmware"):
+            self.assertEqual(self.sh(tb, 1, f"{CRX} exec c1 ls -A {d}").strip(), "", d)
+            rc, out, err = tb.run(1, f"{CRX} exec c1 touch {d}/x", timeout=120)
+            self.assertNotEqual(rc, 0, f"{d} must stay read-only")
+            self.assertIn("Read-only", out + err)
+        self.assertEqual(self.sh(tb, 1, f"{CRX} exec c1 sh -c 'echo w > /dev/shm/f; cat /dev/shm/f; "
+                                        "echo z > /dev/null; head -c 4 /dev/zero | wc -c'").split(),
+                         ["w", "4"])
         self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
 
     def test_wrong_key_leaves_the_source_running(self):

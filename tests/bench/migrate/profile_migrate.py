@@ -24,9 +24,12 @@ sys.path.insert(0, HERE)
 import bench_migrate as bm  # noqa: E402
 
 # CRIU's work dirs vanish when crx is done: copy the logs while it runs.
+# Only what changed is copied (test -nt is a shell builtin, a cp per file
+# and round was too slow under TCG to catch the restore's log before its
+# work dir vanished).
 KEEP_LOGS = ("while :; do for f in {src}/*/*.log {src}/*.log; do [ -f \"$f\" ] && "
-             "{{ d={dst}/$(echo \"$f\" | tr / _); cp \"$f\" \"$d\" 2>/dev/null; }}; done; "
-             "sleep 0.5; done")
+             "{{ d={dst}/$(echo \"$f\" | tr / _); [ \"$f\" -nt \"$d\" ] && "
+             "cp \"$f\" \"$d\" 2>/dev/null; }}; done; sleep 0.2; done")
 STAMP = re.compile(r"^\((\d+\.\d+)\)")
 
 

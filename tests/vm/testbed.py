@@ -25,7 +25,7 @@ API (stdlib only; run with Debian's /usr/bin/python3):
         tb.scratch                              # host dir, same path in guests
 
   Testbed(n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
-          boot_timeout=None, cache="loose", extra_cmdline="")
+          boot_timeout=None, cache="loose", extra_cmdline="", icount=None)
       n            number of guests, g0..g{n-1}
       modules_dir  replacement modules tree: a dir holding <abi>/modules.dep
                    (as /lib/modules), or the <abi> dir itself; see
@@ -37,6 +37,12 @@ API (stdlib only; run with Debian's /usr/bin/python3):
                    what the guest has seen, so files the host changes after the
                    guest looked at them may look stale; pass files made during a
                    test through tb.scratch (never cached), or use "none"
+      icount       None (default: plain TCG), or qemu's -icount value, e.g.
+                   "shift=0,sleep=off": the guest clock then counts executed
+                   guest instructions (single-threaded TCG), not host time, so
+                   timings inside ONE guest do not depend on the host's load
+                   (tests/bench/rdma uses it); real time between guests and to
+                   the host still is real
   tb.n, tb.name(k) -> "g<k>", tb.ip(k) -> "10.77.0.<10+k>", tb.mac(k),
   tb.scratch, tb.abi, tb.boot_seconds[k] (qemu start -> agent ready)
   tb.run(k, cmd, timeout=120, check=False, env=None) -> (rc, out, err)
@@ -471,7 +477,9 @@ class Guest:
                        "-serial", "chardev:con"]
         return [
             QEMU, "-name", self.name, "-nodefaults", "-no-user-config", "-nographic",
-            "-accel", "tcg", "-cpu", "max", "-smp", "1", "-m", str(tb.memory_mb),
+            *(["-accel", "tcg"] if tb.icount is None else
+              ["-accel", "tcg,thread=single", "-icount", tb.icount]),
+            "-cpu", "max", "-smp", "1", "-m", str(tb.memory_mb),
             "-no-reboot", "-bios", "qboot.rom",
             "-kernel", tb.cfg["CRX_VM_VMLINUX"], "-initrd", tb.cfg["CRX_VM_INITRD"],
             "-append", " ".join(cmdline),
@@ -659,11 +667,12 @@ def _on_signal(signum, frame):
 
 class Testbed:
     def __init__(self, n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
-                 boot_timeout=None, cache="loose", extra_cmdline=""):
+                 boot_timeout=None, cache="loose", extra_cmdline="", icount=None):
         if not 1 <= n <= 64:  # the kernel command line names every guest
             raise ValueError("n must be in 1..64")
         self.n = n
         self.memory_mb = memory_mb
+        self.icount = icount
         self.rxe = rxe
         self.boot_timeout = boot_timeout or 90 + 60 * n
         self.extra_cmdline = ((f"crx.cache={cache} " if cache else "") + extra_cmdline).strip()

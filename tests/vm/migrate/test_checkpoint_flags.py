@@ -380,12 +380,12 @@ class CheckpointFlagsTest(VmTestCase):
         cid, port, ns = "tcpns", 7102, "crxtcpns"
         self.g(f"ip netns del {ns} 2>/dev/null; ip link del vh{ns} 2>/dev/null; ip netns add {ns} && "
                f"ip link add vh{ns} type veth peer name eth0 netns {ns} && "
-               f"ip addr add 10.77.0.1/24 dev vh{ns} && ip link set vh{ns} up && "
-               f"ip -n {ns} addr add 10.77.0.2/24 dev eth0 && ip -n {ns} link set eth0 up && "
+               f"ip addr add 10.78.0.1/24 dev vh{ns} && ip link set vh{ns} up && "
+               f"ip -n {ns} addr add 10.78.0.2/24 dev eth0 && ip -n {ns} link set eth0 up && "
                f"ip -n {ns} link set lo up")
         self.addCleanup(self.try_g, f"ip netns del {ns}; ip link del vh{ns} 2>/dev/null")
         b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
-                             f"nc 10.77.0.1 {port} >> /out/count.log")
+                             f"nc 10.78.0.1 {port} >> /out/count.log")
         with open(os.path.join(self.tb.scratch, f"{cid}.json")) as f:
             spec = json.load(f)
         for n in spec["linux"]["namespaces"]:
@@ -394,7 +394,7 @@ class CheckpointFlagsTest(VmTestCase):
         with open(os.path.join(self.tb.scratch, f"{cid}.json"), "w") as f:
             json.dump(spec, f, indent=2)
         self.g(f"cp {self.tb.scratch}/{cid}.json {b}/config.json")
-        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log 10.77.0.1")
+        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log 10.78.0.1")
         self.wait_until("the peer to listen",
                         lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
         self.run_container(cid)

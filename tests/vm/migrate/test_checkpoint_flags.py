@@ -285,6 +285,16 @@ class CheckpointFlagsTest(VmTestCase):
         was dumped) ended: no gap, no repeat."""
         self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 2))
 
+    def assert_connection_carried_on(self, cid, b, stopped, peer):
+        """The restored container counts on through the one TCP connection
+        the peer (tcp_peer.py, logging to <b>/peer.log) accepted; then the
+        container goes and the peer ends."""
+        self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 3))
+        sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
+        self.assert_counts_continuously(sent)
+        self.remove(cid)
+        self.tb.wait(peer, timeout=60)
+
     def assert_fails_naming(self, rc_out_err, *words):
         rc, out, err = rc_out_err
         self.assertNotEqual(rc, 0, f"expected a failure, got:\n{out}\n{err}")
@@ -363,12 +373,7 @@ class CheckpointFlagsTest(VmTestCase):
         stopped = self.counts(cid)
         self.restore(cid, "-d --tcp-established --image-path /tmp/tcp")
         # The numbers come back through the one connection the peer accepted.
-        after = self.wait_for_count(cid, stopped[-1] + 3)
-        self.assert_counts_continuously(after)
-        sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
-        self.assert_counts_continuously(sent)
-        self.remove(cid)
-        self.tb.wait(peer, timeout=60)
+        self.assert_connection_carried_on(cid, b, stopped, peer)
 
     def test_tcp_established_in_a_network_namespace_joined_by_path(self):
         """The container joins a network namespace made outside (as CNI does:
@@ -406,12 +411,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.assertEqual(self.g(f"readlink /proc/{st['pid']}/ns/net"),
                          self.g(f"ip netns exec {ns} readlink /proc/self/ns/net"),
                          "the restored container is in the namespace config.json names")
-        after = self.wait_for_count(cid, stopped[-1] + 3)
-        self.assert_counts_continuously(after)
-        sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
-        self.assert_counts_continuously(sent)
-        self.remove(cid)
-        self.tb.wait(peer, timeout=60)
+        self.assert_connection_carried_on(cid, b, stopped, peer)
 
     def test_file_locks(self):
         cid = "locks"

@@ -177,7 +177,10 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.freeze_cgroup = s.freezer_dir;
   // With TCP connections to keep, the lock is iptables as CRIU has always
   // done it (its per-connection rules and the restore side match that).
-  s.base.nftables_network_lock = !flags.tcp_established;
+  // A namespace joined by path is not CRIU's to lock: with nftables the
+  // restore still tries to delete a lock table that was never made there
+  // (and libnftables says so on stderr).
+  s.base.nftables_network_lock = !flags.tcp_established && !joins_network_namespace(l.spec);
   s.spec = std::move(l.spec);
   s.state_dir = state::StateDir::open(g.root, id).path();
   return s;

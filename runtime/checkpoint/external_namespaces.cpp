@@ -17,6 +17,8 @@ const spec::Namespace* joined_network(const spec::Spec& s) {
 
 }  // namespace
 
+bool joins_network_namespace(const spec::Spec& s) { return joined_network(s) != nullptr; }
+
 void add_dump_external_namespaces(DumpOptions& o, const spec::Spec& s, pid_t pid) {
   if (!joined_network(s)) return;
   std::string ns = "/proc/" + std::to_string(pid) + "/ns/net";

@@ -21,6 +21,9 @@ namespace crx::checkpoint {
 // The key CRIU records for the external network namespace (runc's name).
 inline constexpr const char* kExternalNetnsKey = "extRootNetNS";
 
+// True when config.json joins a network namespace by path.
+bool joins_network_namespace(const spec::Spec& s);
+
 // Dump: if the config joins a network namespace by path, marks the one the
 // init (pid) is in as external.
 void add_dump_external_namespaces(DumpOptions& o, const spec::Spec& s, pid_t pid);

@@ -375,22 +375,17 @@ class CheckpointFlagsTest(VmTestCase):
         # The numbers come back through the one connection the peer accepted.
         self.assert_connection_carried_on(cid, b, stopped, peer)
 
-    def test_tcp_established_in_a_network_namespace_joined_by_path(self):
-        """The container joins a network namespace made outside (as CNI does:
-        /var/run/netns/<name>, a veth to the guest) and holds a TCP
-        connection to a peer in the guest: the dump marks the namespace
-        external, the restore joins the one config.json names, and the
-        connection survives. Without that CRIU dumps the namespace's veth and
-        the checkpoint fails."""
-        cid, port, ns = "tcpns", 7102, "crxtcpns"
+    def netns_by_path(self, ns, subnet):
+        """A network namespace at /var/run/netns/<ns> as CNI makes one: a veth
+        to the guest, <subnet>.1 on the guest's end, <subnet>.2 inside."""
         self.g(f"ip netns del {ns} 2>/dev/null; ip link del vh{ns} 2>/dev/null; ip netns add {ns} && "
                f"ip link add vh{ns} type veth peer name eth0 netns {ns} && "
-               f"ip addr add 10.78.0.1/24 dev vh{ns} && ip link set vh{ns} up && "
-               f"ip -n {ns} addr add 10.78.0.2/24 dev eth0 && ip -n {ns} link set eth0 up && "
+               f"ip addr add {subnet}.1/24 dev vh{ns} && ip link set vh{ns} up && "
+               f"ip -n {ns} addr add {subnet}.2/24 dev eth0 && ip -n {ns} link set eth0 up && "
                f"ip -n {ns} link set lo up")
         self.addCleanup(self.try_g, f"ip netns del {ns}; ip link del vh{ns} 2>/dev/null")
-        b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
-                             f"nc 10.78.0.1 {port} >> /out/count.log")
+
+    def join_netns_by_path(self, cid, b, ns):
         with open(os.path.join(self.tb.scratch, f"{cid}.json")) as f:
             spec = json.load(f)
         for n in spec["linux"]["namespaces"]:
@@ -399,6 +394,45 @@ class CheckpointFlagsTest(VmTestCase):
         with open(os.path.join(self.tb.scratch, f"{cid}.json"), "w") as f:
             json.dump(spec, f, indent=2)
         self.g(f"cp {self.tb.scratch}/{cid}.json {b}/config.json")
+
+    def assert_in_netns(self, cid, ns):
+        self.assertEqual(self.g(f"readlink /proc/{self.state(cid)['pid']}/ns/net"),
+                         self.g(f"ip netns exec {ns} readlink /proc/self/ns/net"),
+                         "the restored container is in the namespace config.json names")
+
+    def test_network_namespace_joined_by_path(self):
+        """Without TCP connections: checkpoint and restore of a container in
+        a namespace made outside leave that namespace as it was (no lock
+        left in it, traffic flows) and say nothing on stderr."""
+        cid, ns = "joinns", "crxjoinns"
+        self.netns_by_path(ns, "10.79.0")
+        b = self.bundle(cid, QUIET + COUNTER)
+        self.join_netns_by_path(cid, b, ns)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        rc, out, err = self.checkpoint(cid, "--image-path /tmp/joinns", check=False)
+        self.assertEqual((rc, err), (0, ""), out)
+        stopped = self.counts(cid)
+        rc, out, err = self.restore(cid, "-d --image-path /tmp/joinns", check=False)
+        self.assertEqual((rc, err), (0, ""), out)
+        self.assert_in_netns(cid, ns)
+        self.assert_counts_on(cid, stopped)
+        # traffic flows (no lock left): a closed port answers with a refusal, not silence
+        self.g(f"ip netns exec {ns} python3 -c \"import socket; socket.create_connection(('10.79.0.1', 9), 5)\" "
+               f"2>&1 | grep -q refused")
+
+    def test_tcp_established_in_a_network_namespace_joined_by_path(self):
+        """The container joins a network namespace made outside (as CNI does:
+        /var/run/netns/<name>, a veth to the guest) and holds a TCP
+        connection to a peer in the guest: the dump marks the namespace
+        external, the restore joins the one config.json names, and the
+        connection survives. Without that CRIU dumps the namespace's veth and
+        the checkpoint fails."""
+        cid, port, ns = "tcpns", 7102, "crxtcpns"
+        self.netns_by_path(ns, "10.78.0")
+        b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
+                             f"nc 10.78.0.1 {port} >> /out/count.log")
+        self.join_netns_by_path(cid, b, ns)
         peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log 10.78.0.1")
         self.wait_until("the peer to listen",
                         lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
@@ -407,10 +441,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.checkpoint(cid, "--tcp-established --image-path /tmp/tcpns")
         stopped = self.counts(cid)
         self.restore(cid, "-d --tcp-established --image-path /tmp/tcpns")
-        st = self.state(cid)
-        self.assertEqual(self.g(f"readlink /proc/{st['pid']}/ns/net"),
-                         self.g(f"ip netns exec {ns} readlink /proc/self/ns/net"),
-                         "the restored container is in the namespace config.json names")
+        self.assert_in_netns(cid, ns)
         self.assert_connection_carried_on(cid, b, stopped, peer)
 
     def test_file_locks(self):

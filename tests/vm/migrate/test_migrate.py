@@ -178,6 +178,40 @@ class MigrateTest(Base):
                          ["w", "4"])
         self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
 
+    def test_counter_in_a_netns_joined_by_path_moves(self):
+        """The containerd/CNI case: config.json joins /var/run/netns/ctr,
+        which each guest made itself (its own address inside). The
+        namespace is external to CRIU: the container lands in g1's ctr."""
+        tb = self.boot(2, rxe=False)
+        b = make_bundle(tb.scratch)
+        cfg = os.path.join(b, "config.json")
+        with open(cfg) as f:
+            spec = json.load(f)
+        for n in spec["linux"]["namespaces"]:
+            if n["type"] == "network":
+                n["path"] = "/var/run/netns/ctr"
+        with open(cfg, "w") as f:
+            json.dump(spec, f)
+        for k in (0, 1):
+            self.setup_guest(tb, k, b)
+            self.sh(tb, k, f"ip netns add ctr && ip -n ctr link set lo up && "
+                           f"ip -n ctr addr add 10.79.0.{k + 1}/24 dev lo")
+        self.run_counter(tb)
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
+        pid = json.loads(self.sh(tb, 1, f"{CRX} state c1"))["pid"]
+        self.assertEqual(self.sh(tb, 1, f"readlink /proc/{pid}/ns/net"),
+                         self.sh(tb, 1, "ip netns exec ctr readlink /proc/self/ns/net"))
+        self.assertIn("10.79.0.2", self.sh(tb, 1, f"{CRX} exec c1 ip addr show lo"),
+                      "the destination's namespace, with the destination's address")
+        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
     def test_wrong_key_leaves_the_source_running(self):
         tb = self.two_guests(key1="another-key-0123456789abcdef")
         self.run_counter(tb)

@@ -3,8 +3,10 @@
 //
 // Bind mounts of the container are passed to CRIU as external mounts
 // (dump: key = value = destination; restore: key = destination, value =
-// the source on this host), masked files (/dev/null binds) likewise. The
-// container is frozen through the cgroup freezer (CRIU's freeze_cgroup).
+// the source on this host), masked files (/dev/null binds) likewise; the
+// empty tmpfs mounts and /dev crx makes again on restore too
+// (recreated_mounts.hpp, recreated_dev.hpp). The container is frozen
+// through the cgroup freezer (CRIU's freeze_cgroup).
 // Restore creates an ordinary crx container: state.json, cgroup, pid file;
 // state, exec, kill and delete work on it afterwards.
 #pragma once

@@ -45,8 +45,8 @@ struct DevEntry {
 std::vector<DevEntry> list_dev_tree(int dir_fd);
 
 // "" when `actual` is what crx makes (`expected`); else the first
-// difference, for the log. A mount point in `actual` matches a directory in
-// `expected` (what was mounted there is CRIU's business).
+// difference, for the log. A directory mount point in `actual` matches a
+// directory in `expected` (what was mounted there is CRIU's business).
 std::string dev_difference(const std::vector<DevEntry>& actual,
                            const std::vector<DevEntry>& expected);
 

@@ -48,6 +48,13 @@ TEST(RecreatedDev, MountPointsMatchDirectoriesWhateverTheirMode) {
   EXPECT_EQ(dev_difference(actual, made()), "");
   actual[2].mount_point = true;  // a bind mount over /dev/null
   EXPECT_NE(dev_difference(actual, made()), "");
+  // A file bound over a file crx would make: left to CRIU too.
+  auto bound = made();
+  bound.push_back(entry("zz-bound", S_IFREG | 0644));
+  auto expected = made();
+  expected.push_back(entry("zz-bound", S_IFREG | 0644));
+  bound.back().mount_point = true;
+  EXPECT_NE(dev_difference(bound, expected), "");
 }
 
 TEST(RecreatedDev, AnythingAddedOrChangedIsADifference) {

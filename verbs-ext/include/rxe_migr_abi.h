@@ -93,6 +93,25 @@ enum rxe_migr_methods {
 	 * channel, by dump handle) is the file behind the caller's fd?
 	 * type 0 if it is none of them; EBADF if fd is not open. */
 	RXE_MIGR_METHOD_IDENTIFY_FD,
+	/* in: struct rxe_migr_queue_mmap; out: struct
+	 * rxe_migr_queue_mmap_out; one CQ / SRQ / QP handle as for
+	 * RESTORE_QUEUE.  The mmap offset and size of the queue's buffer;
+	 * with RXE_MIGR_MMAP_AGAIN the buffer can be mmapped once more at
+	 * that offset (a checkpointer maps a restored queue at the address
+	 * the application had it; the library that created the queue has
+	 * used up the first mmap). */
+	RXE_MIGR_METHOD_QUEUE_MMAP,
+	/* in: struct rxe_migr_mr_pin; MR handle of an MR registered with
+	 * RXE_MIGR_NEXT_MR_UNPINNED.  Pins its pages in the address space of
+	 * the process that registered it (not the caller's) and makes the
+	 * MR valid.  EINVAL if the MR is pinned already. */
+	RXE_MIGR_METHOD_MR_PIN,
+	/* in: struct rxe_migr_adopt_cred.  The uverbs file (the caller's fd
+	 * of the file this method runs on) takes the current credentials of
+	 * task pid: ib_uverbs refuses write() commands from a task whose
+	 * credentials are not those the file was opened with, and a
+	 * restorer changes them after the file was opened. */
+	RXE_MIGR_METHOD_ADOPT_CRED,
 };
 
 enum rxe_migr_attrs {
@@ -102,6 +121,7 @@ enum rxe_migr_attrs {
 	RXE_MIGR_ATTR_QP_HANDLE,
 	RXE_MIGR_ATTR_CQ_HANDLE,
 	RXE_MIGR_ATTR_SRQ_HANDLE,
+	RXE_MIGR_ATTR_MR_HANDLE,
 };
 
 /* largest buffer one attribute can carry */
@@ -135,8 +155,13 @@ struct rxe_migr_set_next {
 	__u32 version;
 	__u32 type;		/* RXE_MIGR_OBJ_QP, _MR or _SRQ */
 	__u32 number;		/* QPN / MR index / SRQ index; 0 clears */
-	__u32 key;		/* MR: low 8 bits of lkey/rkey */
+	__u32 key;		/* MR: low 8 bits of lkey/rkey, flags above */
 };
+
+/* SET_NEXT of an MR, in key: register the next MR without pinning its
+ * pages (its memory is not in place yet); RXE_MIGR_METHOD_MR_PIN pins
+ * them later.  Until then every access to the MR fails. */
+#define RXE_MIGR_NEXT_MR_UNPINNED	(1u << 8)
 
 #define RXE_MIGR_DUMP_STOP	(1u << 0)
 
@@ -334,6 +359,32 @@ enum rxe_migr_qp_ctl_op {
 struct rxe_migr_qp_ctl {
 	__u32 version;
 	__u32 op;
+};
+
+#define RXE_MIGR_MMAP_AGAIN	(1u << 0)
+
+struct rxe_migr_queue_mmap {
+	__u32 version;
+	__u32 which;		/* enum rxe_migr_queue_which */
+	__u32 flags;		/* RXE_MIGR_MMAP_* */
+	__u32 reserved;
+};
+
+struct rxe_migr_queue_mmap_out {
+	__u64 offset;		/* mmap offset on the uverbs fd */
+	__u64 size;		/* bytes, page aligned */
+};
+
+struct rxe_migr_mr_pin {
+	__u32 version;
+	__u32 reserved;
+};
+
+struct rxe_migr_adopt_cred {
+	__u32 version;
+	__s32 fd;		/* the caller's fd of this uverbs file */
+	__s32 pid;		/* task whose credentials the file takes */
+	__u32 reserved;
 };
 
 /* payload of a resume packet (network byte order on the wire) */

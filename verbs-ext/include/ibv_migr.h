@@ -52,6 +52,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 
 #include "rxe_migr_abi.h"
@@ -83,6 +84,9 @@ enum ibv_restore_cmd {
 /* flags of struct ibv_restore_args */
 #define IBV_MIGR_RESTORE_NO_RESUME (1u << 0)	/* REFILL: stay stopped */
 #define IBV_MIGR_RESTORE_ANY_HANDLE (1u << 1)	/* CREATE: any handle */
+#define IBV_MIGR_RESTORE_UNPINNED (1u << 2)	/* CREATE of an MR: no pages
+						 * yet, ibv_migr_mr_pin()
+						 * pins them later */
 
 struct ibv_restore_args {
 	const struct rxe_migr_rec_hdr *record;	/* from the dump */
@@ -147,6 +151,34 @@ int ibv_migr_qp_resume(struct ibv_qp *qp);
 /* Ask for the number of the next QP / SRQ / MR created on ctx (0 clears) */
 int ibv_migr_set_next(struct ibv_context *ctx, int object_type,
 		      uint32_t number, uint32_t key);
+
+/*
+ * For checkpointers that restore the process's memory themselves (the
+ * CRIU plugin): all take a context whose cmd_fd is the process's uverbs
+ * file (a zeroed struct ibv_context with cmd_fd set is enough).
+ */
+
+/* The mmap offset and size of a restored queue's buffer (which: enum
+ * rxe_migr_queue_which, handle: of its CQ / SRQ / QP).  flags
+ * RXE_MIGR_MMAP_AGAIN: the buffer can be mmapped once more at that
+ * offset, e.g. by the restorer at the address the process had it. */
+int ibv_migr_queue_mmap(struct ibv_context *ctx, uint32_t which,
+			uint32_t handle, unsigned int flags,
+			uint64_t *offset, uint64_t *size);
+
+/* Pin the pages of an MR restored with IBV_MIGR_RESTORE_UNPINNED, in the
+ * address space of the process that registered it (any caller). */
+int ibv_migr_mr_pin(struct ibv_context *ctx, uint32_t mr_handle);
+
+/* The uverbs file ctx->cmd_fd (the caller's fd) takes the credentials
+ * task pid has now: the restored process can use write() commands on it
+ * again after its restorer changed its credentials. */
+int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid);
+
+/* Resume every QP of ctx that is Stopped (after a dump whose process
+ * runs on, or after a restore that left them stopped).  The number of
+ * QPs resumed, or a negative errno (the others are resumed anyway). */
+int ibv_migr_resume_stopped(struct ibv_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -113,7 +113,10 @@ static int create_mr(struct ibv_context *ctx, void **obj,
 
 	if (!a->pd || !r->length)
 		return -EINVAL;
-	err = ibv_migr_set_next(ctx, IBV_MIGR_OBJ_MR, r->mrn, r->lkey & 0xff);
+	err = ibv_migr_set_next(ctx, IBV_MIGR_OBJ_MR, r->mrn,
+				(r->lkey & 0xff) |
+				(a->flags & IBV_MIGR_RESTORE_UNPINNED ?
+				 RXE_MIGR_NEXT_MR_UNPINNED : 0));
 	if (err)
 		return err;
 	if (r->iova != r->addr)

@@ -1,0 +1,135 @@
+/* Calls a checkpointer (the CRIU plugin, crx) needs around dump and
+ * restore of a process whose memory it restores itself: mapping restored
+ * queues at the process's addresses, pinning MRs once that memory is in
+ * place, the file's credentials, and resuming QPs left stopped. */
+#include "ibv_migr.h"
+#include "migr_ioctl.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint16_t queue_handle_attr(uint32_t which)
+{
+	switch (which) {
+	case RXE_MIGR_Q_CQ: return RXE_MIGR_ATTR_CQ_HANDLE;
+	case RXE_MIGR_Q_SRQ: return RXE_MIGR_ATTR_SRQ_HANDLE;
+	case RXE_MIGR_Q_SQ:
+	case RXE_MIGR_Q_RQ: return RXE_MIGR_ATTR_QP_HANDLE;
+	default: return 0;
+	}
+}
+
+int ibv_migr_queue_mmap(struct ibv_context *ctx, uint32_t which,
+			uint32_t handle, unsigned int flags,
+			uint64_t *offset, uint64_t *size)
+{
+	struct rxe_migr_queue_mmap req = { .version = RXE_MIGR_ABI_VERSION,
+					   .which = which, .flags = flags };
+	struct rxe_migr_queue_mmap_out out;
+	uint16_t attr = queue_handle_attr(which);
+	struct migr_call c;
+	int err;
+
+	if (!ctx || !attr || !offset || !size)
+		return -EINVAL;
+	memset(&out, 0, sizeof(out));
+	migr_call_init(&c, RXE_MIGR_METHOD_QUEUE_MMAP);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_out(&c, RXE_MIGR_ATTR_OUT, &out, sizeof(out));
+	migr_attr_handle(&c, attr, handle);
+	err = migr_call_run(ctx->cmd_fd, &c);
+	if (err)
+		return err;
+	*offset = out.offset;
+	*size = out.size;
+	return 0;
+}
+
+int ibv_migr_mr_pin(struct ibv_context *ctx, uint32_t mr_handle)
+{
+	struct rxe_migr_mr_pin req = { .version = RXE_MIGR_ABI_VERSION };
+	struct migr_call c;
+
+	if (!ctx)
+		return -EINVAL;
+	migr_call_init(&c, RXE_MIGR_METHOD_MR_PIN);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_handle(&c, RXE_MIGR_ATTR_MR_HANDLE, mr_handle);
+	return migr_call_run(ctx->cmd_fd, &c);
+}
+
+int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid)
+{
+	struct rxe_migr_adopt_cred req = { .version = RXE_MIGR_ABI_VERSION,
+					   .pid = pid };
+	struct migr_call c;
+
+	if (!ctx || pid <= 0)
+		return -EINVAL;
+	req.fd = ctx->cmd_fd;
+	migr_call_init(&c, RXE_MIGR_METHOD_ADOPT_CRED);
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	return migr_call_run(ctx->cmd_fd, &c);
+}
+
+/* a snapshot without stopping anything; *dump is malloc'ed */
+static int peek(struct ibv_context *ctx, void **dump, size_t *len)
+{
+	size_t size = 64 * 1024;
+	int count, n;
+
+	for (;;) {
+		void *buf = malloc(size);
+
+		if (!buf)
+			return -ENOMEM;
+		n = ibv_dump_context_flags(ctx, &count, buf, size,
+					   IBV_MIGR_DUMP_NO_STOP);
+		if (n >= 0 && (size_t)n <= size) {
+			*dump = buf;
+			*len = (size_t)n;
+			return 0;
+		}
+		free(buf);
+		if (n < 0)
+			return n;
+		size = (size_t)n;
+	}
+}
+
+int ibv_migr_resume_stopped(struct ibv_context *ctx)
+{
+	const struct rxe_migr_rec_hdr *r = NULL;
+	struct rxe_migr_qp_ctl req = { .version = RXE_MIGR_ABI_VERSION,
+				       .op = RXE_MIGR_QP_RESUME };
+	void *dump;
+	size_t len;
+	int err, resumed = 0, first_err = 0;
+
+	if (!ctx)
+		return -EINVAL;
+	err = peek(ctx, &dump, &len);
+	if (err)
+		return err;
+	while ((r = ibv_migr_next_record(dump, len, r, &err))) {
+		const struct rxe_migr_qp *q = (const void *)(r + 1);
+		struct migr_call c;
+
+		if (r->type != RXE_MIGR_OBJ_QP ||
+		    q->migr_state != RXE_MIGR_QPS_STOPPED)
+			continue;
+		migr_call_init(&c, RXE_MIGR_METHOD_QP_CTL);
+		migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+		migr_attr_handle(&c, RXE_MIGR_ATTR_QP_HANDLE, r->handle);
+		err = migr_call_run(ctx->cmd_fd, &c);
+		if (err && !first_err)
+			first_err = err;	/* resume the others anyway */
+		else if (!err)
+			resumed++;
+	}
+	free(dump);
+	if (err)
+		return err;
+	return first_err ? first_err : resumed;
+}

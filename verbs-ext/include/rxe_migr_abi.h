@@ -192,11 +192,14 @@ struct rxe_migr_mr {
 	__u32 lkey;
 	__u32 rkey;
 	__u32 access;		/* IBV_ACCESS_* */
-	__u32 reserved;
+	__u32 flags;		/* RXE_MIGR_MR_* */
 	__u64 addr;		/* user address registered */
 	__u64 iova;
 	__u64 length;
 };
+
+/* registered with RXE_MIGR_NEXT_MR_UNPINNED, not pinned yet */
+#define RXE_MIGR_MR_UNPINNED	(1u << 0)
 
 struct rxe_migr_queue {
 	__u32 num_elem;		/* index_mask + 1 */

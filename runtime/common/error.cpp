@@ -9,7 +9,7 @@ void throw_errno(std::string_view what, int err) {
   std::string msg(what);
   msg += ": ";
   msg += std::strerror(err);
-  throw Error(msg);
+  throw Error(msg, err);
 }
 
 void throw_errno(std::string_view what) { throw_errno(what, errno); }

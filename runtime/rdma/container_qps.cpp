@@ -1,0 +1,23 @@
+#include "rdma/container_qps.hpp"
+
+#include "linux/cgroup.hpp"
+#include "rdma/container_verbs.hpp"
+#include "state/store.hpp"
+
+namespace crx::rdma {
+
+std::vector<pid_t> ContainerQps::pids(const std::string& id) {
+  auto st = state::StateDir::open(g_.root, id).load();
+  if (st.cgroup.is_null() || st.cgroup.empty()) return st.pid > 0 ? std::vector<pid_t>{st.pid} : std::vector<pid_t>{};
+  return cgroup::Cgroup::load(st.cgroup).pids();
+}
+
+int ContainerQps::resume_stopped(const std::string& id) {
+  return ContainerVerbs::of_processes(pids(id)).resume_stopped();
+}
+
+RdmaInventory ContainerQps::inventory(const std::string& id) {
+  return ContainerVerbs::of_processes(pids(id)).inventory();
+}
+
+}  // namespace crx::rdma

@@ -1,0 +1,60 @@
+// What the CRIU plugin (crx_ibverbs.so) and crx leave in a CRIU images dir
+// about verbs objects, read for the migration report and to decide whether
+// a restore really succeeded:
+//   crx-verbs-dump.json     plugin, at dump: {"contexts":N,"objects":{"pd":..,
+//                           "mr":..,"cq":..,"srq":..,"qp":..},"mr_bytes":..,"dump_ms":..}
+//   crx-verbs-restore.json  plugin, at restore: {"ok":true|false,"error":"..",
+//                           "recreate_ms":..,"pin_ms":..,"resume_ms":..,"objects":{..}}
+//   crx-verbs-resume.json   crx, after resuming QPs the plugin left stopped
+//                           (CRX_VERBS_DEFER_RESUME): {"qps":N,"resume_ms":..}
+// ok:false means the restore failed even if CRIU says it succeeded: the
+// plugin's late hook cannot fail a restore (it killed the tasks itself).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace crx::rdma {
+
+inline constexpr const char* kVerbsDumpFile = "crx-verbs-dump.json";
+inline constexpr const char* kVerbsRestoreFile = "crx-verbs-restore.json";
+inline constexpr const char* kVerbsResumeFile = "crx-verbs-resume.json";
+
+struct VerbsDumpStats {
+  uint64_t contexts = 0;
+  std::map<std::string, uint64_t> objects;  // "pd", "mr", "cq", "srq", "qp", ...
+  uint64_t mr_bytes = 0;
+  double dump_ms = 0;
+};
+
+struct VerbsRestoreStats {
+  bool ok = false;
+  std::string error;
+  double recreate_ms = 0, pin_ms = 0, resume_ms = 0;
+  std::map<std::string, uint64_t> objects;
+};
+
+struct VerbsResumeStats {
+  uint64_t qps = 0;
+  double resume_ms = 0;
+};
+
+// Parsing (nullopt for text that is not a JSON object; missing numbers are
+// 0; a restore without "ok" is not ok).
+std::optional<VerbsDumpStats> parse_verbs_dump_stats(const std::string& text);
+std::optional<VerbsRestoreStats> parse_verbs_restore_stats(const std::string& text);
+std::optional<VerbsResumeStats> parse_verbs_resume_stats(const std::string& text);
+
+// From <dir>/<file>; nullopt if the file does not exist. A file that exists
+// but does not parse: dump/resume nullopt, restore {ok:false, error}.
+std::optional<VerbsDumpStats> read_verbs_dump_stats(const std::string& dir);
+std::optional<VerbsRestoreStats> read_verbs_restore_stats(const std::string& dir);
+std::optional<VerbsResumeStats> read_verbs_resume_stats(const std::string& dir);
+void write_verbs_resume_stats(const std::string& dir, const VerbsResumeStats& s);
+
+// Throws RdmaError(PluginRestore) "restoring the verbs objects failed: <error>"
+// if <dir>/crx-verbs-restore.json says ok:false (or cannot be read).
+void check_verbs_restore(const std::string& dir);
+
+}  // namespace crx::rdma

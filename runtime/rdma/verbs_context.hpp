@@ -1,0 +1,41 @@
+// One verbs context (an open /dev/infiniband/uverbsN) of a container's
+// process, reached through crx's own copy of the process's fd
+// (pidfd_getfd): the verbs-ext calls work on any copy of the file, since
+// they only use ibv_context::cmd_fd.
+#pragma once
+#include <sys/types.h>
+
+#include <string>
+
+#include "common/unique_fd.hpp"
+#include "rdma/rdma_inventory.hpp"
+
+namespace crx::rdma {
+
+class VerbsContext {
+ public:
+  VerbsContext(pid_t pid, int target_fd, UniqueFd copy, std::string device)
+      : pid_(pid), target_fd_(target_fd), copy_(std::move(copy)), device_(std::move(device)) {}
+
+  pid_t pid() const { return pid_; }
+  int target_fd() const { return target_fd_; }  // the fd number in the process
+  const std::string& device() const { return device_; }
+
+  // A snapshot of the context's objects without stopping anything
+  // (ibv_dump_context_flags, IBV_MIGR_DUMP_NO_STOP). Throws
+  // RdmaError(VerbsCall) with the errno, e.g. EOPNOTSUPP from a stock rxe.
+  RdmaInventory inventory() const;
+  // ibv_migr_resume_stopped: QPs left Stopped by a dump run again and send
+  // their partners the resume message. Returns how many; throws like
+  // inventory().
+  int resume_stopped() const;
+
+ private:
+  std::string name() const;  // "pid 12 fd 5 (rxe0)"
+  pid_t pid_;
+  int target_fd_;
+  UniqueFd copy_;
+  std::string device_;
+};
+
+}  // namespace crx::rdma

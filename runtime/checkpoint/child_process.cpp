@@ -52,12 +52,18 @@ void ChildProcess::kill_and_wait() {
 }
 
 ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>& keep_fds,
-                   bool quiet, int stdin_fd, int stdout_fd) {
+                   bool quiet, int stdin_fd, int stdout_fd, int stderr_fd,
+                   const std::vector<std::string>* env) {
   if (argv.empty()) throw Error("spawn: empty command line");
   // Everything the child needs is prepared before fork: no allocation after.
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
+  std::vector<char*> envp;
+  if (env) {
+    for (const auto& e : *env) envp.push_back(const_cast<char*>(e.c_str()));
+    envp.push_back(nullptr);
+  }
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw_errno("pipe for " + argv[0]);
 
@@ -83,8 +89,13 @@ ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>&
     }
     if (stdin_fd >= 0) ::dup2(stdin_fd, 0);
     if (stdout_fd >= 0) ::dup2(stdout_fd, 1);
+    if (stderr_fd >= 0) ::dup2(stderr_fd, 2);
     ::signal(SIGPIPE, SIG_DFL);
-    ::execvp(args[0], args.data());
+    if (env) {
+      ::execvpe(args[0], args.data(), envp.data());
+    } else {
+      ::execvp(args[0], args.data());
+    }
     int e = errno;
     (void)!::write(err_pipe[1], &e, sizeof e);
     ::_exit(127);

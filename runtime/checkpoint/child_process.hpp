@@ -35,9 +35,11 @@ class ChildProcess {
 // fork + execvp(argv[0], argv). Every fd of ours is close-on-exec except
 // those in keep_fds, which the child inherits under the same number.
 // stdin/stdout/stderr are inherited unless quiet (then /dev/null).
-// stdin_fd/stdout_fd >= 0 become the child's stdin/stdout.
+// stdin_fd/stdout_fd/stderr_fd >= 0 become the child's stdin/stdout/stderr.
+// env: the child's whole environment ("NAME=value"); nullptr keeps ours.
 ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>& keep_fds,
-                   bool quiet = false, int stdin_fd = -1, int stdout_fd = -1);
+                   bool quiet = false, int stdin_fd = -1, int stdout_fd = -1,
+                   int stderr_fd = -1, const std::vector<std::string>* env = nullptr);
 
 // "exited with status 1" / "killed by signal 9".
 std::string describe_wait_status(int status);

@@ -22,6 +22,8 @@
 #include "linux/cgroup.hpp"
 #include "linux/cgroup_paths.hpp"
 #include "linux/console.hpp"
+#include "rdma/container_qps.hpp"
+#include "rdma/plugin_stats.hpp"
 #include "spec/rootfs.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
@@ -153,6 +155,26 @@ std::string pty_name(int master) {
   return "/dev/pts/" + std::to_string(index);
 }
 
+// The verbs plugin stops a container's QPs when it dumps them (partners
+// pause); a container that runs on after a dump (--leave-running, a failed
+// dump, a pre-dump) gets them running again. Only logs: the caller's own
+// outcome (or error) stays what it was. Returns why it failed, or "".
+std::string resume_verbs_quietly(const container::GlobalOptions& g, const std::string& id) {
+  try {
+    int n = rdma::ContainerQps(g).resume_stopped(id);
+    if (n > 0) log::debug("checkpoint: resumed " + std::to_string(n) + " stopped QPs of " + id);
+    return {};
+  } catch (const std::exception& e) {
+    log::warn("checkpoint: resuming the stopped QPs of " + id + ": " + e.what());
+    return e.what();
+  }
+}
+
+[[noreturn]] void throw_not_resumed(const std::string& id, const std::string& why) {
+  throw Error("checkpoint of " + id + " written, but its QPs stay stopped (its RDMA partners "
+              "paused): " + why);
+}
+
 void write_pid_file(const std::string& path, pid_t pid) {
   if (path.empty()) return;
   write_file_atomic(path, std::to_string(pid), 0644);
@@ -243,7 +265,13 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
                                      std::stoi(r.page_server.substr(colon + 1)), -1};
   }
   if (r.pre_dump) {
-    criu_pre_dump(o);
+    try {
+      criu_pre_dump(o);
+    } catch (...) {
+      resume_verbs_quietly(g, id);
+      throw;
+    }
+    resume_verbs_quietly(g, id);
     return;
   }
   // The final dump of a frozen container can leave its empty tmpfs mounts
@@ -265,6 +293,7 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
   try {
     criu_dump(o);
   } catch (const Error& e) {
+    resume_verbs_quietly(g, id);  // a failed dump leaves the tasks running
     if (freeze_first && !was_frozen) cg->thaw();
     // Debian's CRIU 3.17.1 looks the terminal up as a file on a mount of
     // the container; the caller's /dev/pts is not one, --shell-job or not.
@@ -275,6 +304,7 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     }
     throw;
   } catch (...) {
+    resume_verbs_quietly(g, id);  // a failed dump leaves the tasks running
     if (freeze_first && !was_frozen) cg->thaw();
     throw;
   }
@@ -282,10 +312,15 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     if (!r.leave_running) {
       kill_frozen_container(g, id);
       container::delete_container(g, id, true);
-    } else if (!was_frozen) {
-      cg->thaw();
+    } else {
+      std::string why = resume_verbs_quietly(g, id);
+      if (!was_frozen) cg->thaw();
+      if (!why.empty()) throw_not_resumed(id, why);
     }
     return;
+  }
+  if (r.leave_running) {
+    if (std::string why = resume_verbs_quietly(g, id); !why.empty()) throw_not_resumed(id, why);
   }
   if (!o.leave_running) {
     // CRIU killed the tasks; remove what is left like runc does.
@@ -343,6 +378,9 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
         restored = n.pid;
         cg->add_process(n.pid);
       } else if (n.script == "pre-resume") {
+        // The verbs plugin's late hook ran before this: it says in the
+        // images dir whether the objects came back (it cannot fail CRIU).
+        rdma::check_verbs_restore(r.image_path);
         held = true;
         if (r.hold) r.hold();
       } else if (n.script == "orphan-pts-master" && n.fd) {
@@ -356,7 +394,9 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
         }
       }
     };
+    o.defer_verbs_resume = r.defer_verbs_resume;
     pid_t pid = criu_restore(o, notify);
+    if (!held) rdma::check_verbs_restore(r.image_path);
     if (!held && r.hold) r.hold();
     if (pid <= 0) pid = restored;
 

@@ -47,7 +47,8 @@ struct CheckpointRequest {
 };
 
 // `crx checkpoint`. Without leave_running the container is stopped and
-// deleted afterwards (its state removed), as runc does.
+// deleted afterwards (its state removed), as runc does. With it (and after
+// a failed dump or a pre-dump) the QPs the verbs plugin stopped are resumed.
 void checkpoint_container(const container::GlobalOptions& g, const std::string& id,
                           const CheckpointRequest& r);
 
@@ -66,10 +67,15 @@ struct RestoreRequest {
   // Called when the restored tasks are ready to resume (CRIU's pre-resume);
   // throwing aborts the restore, and nothing is left.
   std::function<void()> hold;
+  // The verbs plugin leaves restored QPs stopped; the caller resumes them
+  // (rdma::ContainerQps) once it wants them to talk (a migration: after
+  // the commit). Without, the plugin resumes them at the end of the restore.
+  bool defer_verbs_resume = false;
 };
 
 // `crx restore`; returns the restored init's pid. On error nothing is left:
-// no state dir, cgroup, mount or process.
+// no state dir, cgroup, mount or process. A crx-verbs-restore.json with
+// ok:false in the images dir (the verbs plugin) fails the restore.
 pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
                         const RestoreRequest& r);
 

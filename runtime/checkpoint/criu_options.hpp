@@ -50,6 +50,9 @@ struct CommonOptions {
   std::vector<std::string> external;  // CRIU --external entries
   bool notify_scripts = false;        // ask CRIU to send NOTIFY messages
   bool orphan_pts_master = false;     // CRIU hands back the pty master fd
+  // CRIU's plugin dir, passed through a config file in the work dir
+  // (criu_plugins.hpp); nullopt: criu_plugin_dir(), "": CRIU's default.
+  std::optional<std::string> criu_libdir;
 };
 
 struct DumpOptions : CommonOptions {
@@ -83,6 +86,9 @@ struct RestoreOptions : CommonOptions {
   std::optional<PageServerTarget> page_server;  // lazy pages source
   bool auto_dedup = false;
   std::vector<std::pair<std::string, std::string>> cgroup_roots;  // ctrl, path
+  // CRX_VERBS_DEFER_RESUME=1 for CRIU: the verbs plugin leaves restored QPs
+  // stopped and crx resumes them itself (after a migration's commit).
+  bool defer_verbs_resume = false;
 };
 
 }  // namespace crx::checkpoint

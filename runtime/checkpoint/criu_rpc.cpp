@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "checkpoint/child_process.hpp"
+#include "checkpoint/criu_plugins.hpp"
 #include "common/error.hpp"
 #include "criu-rpc/rpc.pb-c.h"
 
@@ -19,6 +20,22 @@ namespace {
 
 std::string g_criu_binary = "criu";
 constexpr size_t kMaxMessage = 64 * 1024;
+constexpr std::string_view kDeferResumeEnv = "CRX_VERBS_DEFER_RESUME";
+
+// Our environment for `criu swrk`, with CRX_VERBS_DEFER_RESUME=1 exactly
+// when asked (the verbs plugin reads it; an inherited one never counts).
+std::vector<std::string> criu_environment(bool defer_verbs_resume) {
+  std::vector<std::string> env;
+  for (char** e = environ; e && *e; ++e) {
+    std::string_view v(*e);
+    if (v.starts_with(kDeferResumeEnv) && v.size() > kDeferResumeEnv.size() &&
+        v[kDeferResumeEnv.size()] == '=')
+      continue;
+    env.emplace_back(v);
+  }
+  if (defer_verbs_resume) env.push_back(std::string(kDeferResumeEnv) + "=1");
+  return env;
+}
 
 // criu_opts with the storage its pointers point into.
 struct OptsBuilder {
@@ -32,6 +49,8 @@ struct OptsBuilder {
   std::vector<CgroupRoot> cg_roots;
   std::vector<CgroupRoot*> cg_root_ptrs;
   std::vector<int> child_fds;  // fds CRIU itself must inherit
+  std::string config_file;
+  bool defer_verbs_resume = false;
 
   static char* s(const std::string& v) { return const_cast<char*>(v.c_str()); }
 
@@ -69,6 +88,11 @@ struct OptsBuilder {
     for (const auto& e : o.external) external.push_back(s(e));
     opts.n_external = external.size();
     opts.external = external.data();
+    std::string libdir = o.criu_libdir ? *o.criu_libdir : criu_plugin_dir();
+    if (!libdir.empty()) {
+      config_file = write_criu_config(o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd, libdir);
+      opts.config_file = s(config_file);
+    }
   }
 
   void page_server(const PageServerTarget& t) {
@@ -113,6 +137,7 @@ struct OptsBuilder {
 
   void restore(const RestoreOptions& o) {
     common(o);
+    defer_verbs_resume = o.defer_verbs_resume;
     set(opts.has_rst_sibling, opts.rst_sibling, o.rst_sibling);
     set(opts.has_lazy_pages, opts.lazy_pages, o.lazy_pages);
     set(opts.has_auto_dedup, opts.auto_dedup, o.auto_dedup);
@@ -169,7 +194,8 @@ using RespPtr = std::unique_ptr<CriuResp, RespDeleter>;
 // One `criu swrk` child serving one request.
 class SwrkSession {
  public:
-  SwrkSession(std::string action, const std::vector<int>& child_fds) : action_(std::move(action)) {
+  SwrkSession(std::string action, const std::vector<int>& child_fds, bool defer_verbs_resume)
+      : action_(std::move(action)) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
       throw_errno("criu " + action_ + ": socketpair");
@@ -177,7 +203,9 @@ class SwrkSession {
     UniqueFd theirs(sv[1]);
     std::vector<int> keep = child_fds;
     keep.push_back(theirs.get());
-    child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, keep);
+    std::vector<std::string> env = criu_environment(defer_verbs_resume);
+    child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, keep, false, -1, -1, -1,
+                   &env);
   }
 
   ~SwrkSession() {
@@ -272,8 +300,8 @@ std::string read_log(const CommonOptions& o) {
 
 // Sends req and serves notifications until the final response.
 RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
-            const CommonOptions* o, const NotifyHandler& notify) {
-  SwrkSession session(action, child_fds);
+            const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false) {
+  SwrkSession session(action, child_fds, defer_verbs_resume);
   if (!session.send(req)) fail(action, o, session.exit_reason() + " before reading the request");
   std::optional<std::string> handler_error;
   for (;;) {
@@ -373,7 +401,7 @@ pid_t criu_restore(const RestoreOptions& o, const NotifyHandler& notify) {
   CriuReq req = CRIU_REQ__INIT;
   req.type = CRIU_REQ_TYPE__RESTORE;
   req.opts = &b.opts;
-  RespPtr resp = run("restore", req, b.child_fds, &o, notify);
+  RespPtr resp = run("restore", req, b.child_fds, &o, notify, b.defer_verbs_resume);
   if (!resp->restore) throw Error("criu restore: CRIU sent no pid");
   return resp->restore->pid;
 }

@@ -1,0 +1,64 @@
+#include "checkpoint/criu_plugins.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+
+#include "common/error.hpp"
+#include "common/unique_fd.hpp"
+
+namespace crx::checkpoint {
+namespace {
+
+std::string exe_directory() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return {};
+  std::string path(buf, static_cast<size_t>(n));
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash);
+}
+
+bool is_directory(const std::string& path) {
+  struct stat st{};
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+}  // namespace
+
+std::string choose_criu_plugin_dir(const char* env, const std::string& exe_dir,
+                                   const std::function<bool(const std::string&)>& is_dir) {
+  if (env) return env;
+  if (exe_dir.empty()) return {};
+  for (const char* rel : {"/criu-plugins", "/../lib/crx/criu-plugins"}) {
+    std::string d = exe_dir + rel;
+    if (is_dir(d)) return d;
+  }
+  return {};
+}
+
+std::string criu_plugin_dir() {
+  return choose_criu_plugin_dir(std::getenv(kCriuLibdirEnv), exe_directory(), is_directory);
+}
+
+std::string write_criu_config(int dir_fd, const std::string& libdir) {
+  UniqueFd fd(::openat(dir_fd, kCriuConfigName, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+  if (!fd) throw_errno(std::string("write ") + kCriuConfigName + " for CRIU");
+  // CRIU's config syntax: a long option without dashes, its value.
+  std::string text = "libdir " + libdir + "\n";
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_errno(std::string("write ") + kCriuConfigName + " for CRIU");
+    off += static_cast<size_t>(n);
+  }
+  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(dir_fd) + "/" +
+         kCriuConfigName;
+}
+
+}  // namespace crx::checkpoint

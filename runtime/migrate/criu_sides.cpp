@@ -169,6 +169,9 @@ int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
   if (!m.flags.manage_cgroups_mode.empty())
     r.flags.manage_cgroups_mode = checkpoint::parse_cgroup_mode(m.flags.manage_cgroups_mode);
   r.hold = hold;
+  // The verbs plugin leaves restored QPs stopped; VerbsDestination resumes
+  // them after the commit (a rolled-back copy never talks to a partner).
+  r.defer_verbs_resume = true;
   int pid = checkpoint::restore_container(g_, m.id, r);
   restored_.insert(m.id);
   return pid;

@@ -38,17 +38,18 @@ std::string to_json(const Manifest& m) {
                 {"shell_job", m.flags.shell_job},
                 {"file_locks", m.flags.file_locks},
                 {"manage_cgroups_mode", m.flags.manage_cgroups_mode}};
-  return json{{"protocol", kProtocolVersion},
-              {"id", m.id},
-              {"bundle", m.bundle},
-              {"config_sha256", m.config_sha256},
-              {"config_json", m.config_json},
-              {"send_rootfs", m.send_rootfs},
-              {"pre_copy_rounds", m.pre_copy_rounds},
-              {"criu_version", m.criu_version},
-              {"kernel", m.kernel},
-              {"flags", flags}}
-      .dump();
+  json j{{"protocol", kProtocolVersion},
+          {"id", m.id},
+          {"bundle", m.bundle},
+          {"config_sha256", m.config_sha256},
+          {"config_json", m.config_json},
+          {"send_rootfs", m.send_rootfs},
+          {"pre_copy_rounds", m.pre_copy_rounds},
+          {"criu_version", m.criu_version},
+          {"kernel", m.kernel},
+          {"flags", flags}};
+  if (m.rdma) j["rdma"] = rdma::to_json(*m.rdma);
+  return j.dump();
 }
 
 Manifest parse_manifest(const std::string& text) {
@@ -77,6 +78,7 @@ Manifest parse_manifest(const std::string& text) {
     m.flags.file_locks = opt<bool>(f, w, "file_locks", false);
     m.flags.manage_cgroups_mode = opt<std::string>(f, w, "manage_cgroups_mode", "");
   }
+  if (j.contains("rdma")) m.rdma = rdma::inventory_from_json(j["rdma"]);
   if (m.id.empty()) throw Error("malformed manifest frame: empty container id");
   return m;
 }

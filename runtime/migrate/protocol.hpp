@@ -14,9 +14,12 @@
 //   Either side may send Error/Abort at any point: everything rolls back.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
+
+#include "rdma/rdma_inventory.hpp"
 
 namespace crx::migrate {
 
@@ -40,6 +43,10 @@ struct Manifest {
   std::string criu_version;
   std::string kernel;          // uname -r of the source
   CheckpointFlags flags;
+  // The container's verbs objects (devices, QPNs, MR indices, counts,
+  // pinned memory); absent when it has none. The receiver checks them
+  // before it accepts (rdma/preflight.hpp).
+  std::optional<rdma::RdmaInventory> rdma;
 };
 
 struct Acceptance {

@@ -193,7 +193,13 @@ class Receiver {
       conn_.set_timeout(o_.timeout);
       clock_.begin("resume");
     };
-    dest_.restore(images_dir, manifest_, accept_, hold);
+    try {
+      dest_.restore(images_dir, manifest_, accept_, hold);
+    } catch (...) {
+      rep_.verbs = VerbsReport::read(images_dir);  // why the verbs objects failed, if they did
+      throw;
+    }
+    rep_.verbs = VerbsReport::read(images_dir);
     if (!held) hold();  // a restore that could not pause before resuming
     running_at_ = Clock::now();
     restore_started_ = false;  // it is ours now, even if the ack gets lost

@@ -9,6 +9,98 @@
 
 namespace crx::migrate {
 
+std::optional<VerbsReport> VerbsReport::read(const std::string& dir) {
+  VerbsReport v;
+  v.dump = rdma::read_verbs_dump_stats(dir);
+  v.restore = rdma::read_verbs_restore_stats(dir);
+  v.resume = rdma::read_verbs_resume_stats(dir);
+  if (!v.dump && !v.restore && !v.resume) return std::nullopt;
+  return v;
+}
+
+std::map<std::string, uint64_t> VerbsReport::objects() const {
+  if (restore && !restore->objects.empty()) return restore->objects;
+  if (dump) return dump->objects;
+  return {};
+}
+
+double VerbsReport::resume_ms() const {
+  double ms = restore ? restore->resume_ms : 0;
+  if (resume) ms += resume->resume_ms;
+  return ms;
+}
+
+namespace {
+
+// "2 qp, 3 mr, 2 cq, 1 pd" in restore order of importance.
+std::string objects_text(const std::map<std::string, uint64_t>& objects) {
+  static const char* kOrder[] = {"qp", "mr", "cq", "srq", "pd"};
+  std::string out;
+  auto add = [&](const std::string& k, uint64_t n) {
+    out += (out.empty() ? "" : ", ") + std::to_string(n) + " " + k;
+  };
+  for (const char* k : kOrder) {
+    auto it = objects.find(k);
+    if (it != objects.end()) add(k, it->second);
+  }
+  for (const auto& [k, n] : objects) {
+    bool known = false;
+    for (const char* o : kOrder) known = known || k == o;
+    if (!known) add(k, n);
+  }
+  return out.empty() ? "none" : out;
+}
+
+std::string verbs_text(const VerbsReport& v) {
+  std::string out = "  verbs objects: " + objects_text(v.objects());
+  if (v.dump) {
+    out += " in " + std::to_string(v.dump->contexts) + " context" +
+           (v.dump->contexts == 1 ? "" : "s") + ", MRs " + human_bytes(v.dump->mr_bytes);
+  }
+  out += "\n";
+  char buf[256];
+  std::string times;
+  if (v.dump) {
+    std::snprintf(buf, sizeof buf, "dump %.1f ms", v.dump->dump_ms);
+    times += buf;
+  }
+  if (v.restore) {
+    std::snprintf(buf, sizeof buf, "%srecreate %.1f ms, pin MRs %.1f ms", times.empty() ? "" : ", ",
+                  v.restore->recreate_ms, v.restore->pin_ms);
+    times += buf;
+  }
+  if (v.restore || v.resume) {
+    std::snprintf(buf, sizeof buf, "%sresume %.1f ms%s", times.empty() ? "" : ", ", v.resume_ms(),
+                  v.resume ? " (after the commit)" : "");
+    times += buf;
+  }
+  if (!times.empty()) out += "  verbs time: " + times + "\n";
+  if (v.restore && !v.restore->ok)
+    out += "  verbs restore failed: " + (v.restore->error.empty() ? "no reason given" : v.restore->error) + "\n";
+  return out;
+}
+
+nlohmann::json verbs_json(const VerbsReport& v) {
+  nlohmann::json j;
+  j["objects"] = v.objects();
+  if (v.dump) {
+    j["contexts"] = v.dump->contexts;
+    j["mr_bytes"] = v.dump->mr_bytes;
+    j["dump_ms"] = v.dump->dump_ms;
+  }
+  if (v.restore) {
+    j["restore_ok"] = v.restore->ok;
+    if (!v.restore->error.empty()) j["restore_error"] = v.restore->error;
+    j["recreate_ms"] = v.restore->recreate_ms;
+    j["pin_ms"] = v.restore->pin_ms;
+  }
+  if (v.restore || v.resume) j["resume_ms"] = v.resume_ms();
+  if (v.resume) j["resumed_qps_after_commit"] = v.resume->qps;
+  return j;
+}
+
+}  // namespace
+
 uint64_t MigrationReport::page_bytes() const {
   uint64_t n = 0;
   for (const auto& r : rounds) n += r.page_bytes;
@@ -47,6 +139,7 @@ std::string MigrationReport::to_text() const {
                 human_bytes(rootfs_bytes).c_str(), human_bytes(wire_bytes).c_str(),
                 downtime_seconds, total_seconds);
   out += buf;
+  if (verbs) out += verbs_text(*verbs);
   return out;
 }
 
@@ -74,6 +167,7 @@ std::string MigrationReport::to_json() const {
                 {"control_link", wire_bytes}};
   j["downtime_seconds"] = downtime_seconds;
   j["total_seconds"] = total_seconds;
+  if (verbs) j["verbs"] = verbs_json(*verbs);
   return j.dump();
 }
 

@@ -4,8 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "rdma/plugin_stats.hpp"
 
 namespace crx::migrate {
 
@@ -22,6 +26,22 @@ struct RoundReport {
   double seconds = 0;
 };
 
+// The verbs objects' part, from the files the CRIU plugin and crx leave in
+// the images dir (rdma/plugin_stats.hpp): the sender has the dump's, the
+// receiver the dump's (it came with the images), the restore's and crx's
+// deferred resume.
+struct VerbsReport {
+  std::optional<rdma::VerbsDumpStats> dump;
+  std::optional<rdma::VerbsRestoreStats> restore;
+  std::optional<rdma::VerbsResumeStats> resume;
+  // From the images dir; nullopt when none of the files is there.
+  static std::optional<VerbsReport> read(const std::string& images_dir);
+  // Objects per type: the restore's count if there is one, else the dump's.
+  std::map<std::string, uint64_t> objects() const;
+  // Time in the resume handshakes: the plugin's, or crx's when deferred.
+  double resume_ms() const;
+};
+
 struct MigrationReport {
   std::string role;       // "sender" | "receiver"
   std::string id;
@@ -35,6 +55,7 @@ struct MigrationReport {
   uint64_t wire_bytes = 0;  // control connection, both directions
   double downtime_seconds = 0;
   double total_seconds = 0;
+  std::optional<VerbsReport> verbs;
 
   uint64_t page_bytes() const;
   uint64_t image_bytes() const;

@@ -174,6 +174,7 @@ class Sender {
     auto c0 = Clock::now();
     if (final) {
       src_.dump(dir, start.parent, page_fd.get());
+      rep_.verbs = VerbsReport::read(dir);  // the verbs plugin's crx-verbs-dump.json
     } else {
       src_.pre_dump(dir, start.parent, page_fd.get());
     }

@@ -1,0 +1,41 @@
+#include "migrate/verbs_destination.hpp"
+
+#include <chrono>
+
+#include "common/log.hpp"
+#include "rdma/plugin_stats.hpp"
+#include "rdma/preflight.hpp"
+
+namespace crx::migrate {
+
+Acceptance VerbsDestination::accept(const Manifest& m) {
+  if (m.rdma) rdma::check_destination(*m.rdma, host_);
+  return inner_.accept(m);
+}
+
+int VerbsDestination::restore(const std::string& images_dir, const Manifest& m,
+                              const Acceptance& a, const std::function<void()>& hold) {
+  int pid = inner_.restore(images_dir, m, a, hold);
+  // Committed: the container is this node's now, whatever happens next. A
+  // QP that cannot be resumed is reported, not rolled back (the source is
+  // being destroyed).
+  auto t0 = std::chrono::steady_clock::now();
+  rdma::VerbsResumeStats stats;
+  try {
+    stats.qps = static_cast<uint64_t>(qps_.resume_stopped(m.id));
+  } catch (const std::exception& e) {
+    log::error("receive: " + m.id + " runs here, but resuming its QPs failed: " + e.what());
+  }
+  stats.resume_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (stats.qps > 0) {
+    try {
+      rdma::write_verbs_resume_stats(images_dir, stats);
+    } catch (const std::exception& e) {
+      log::warn(std::string("receive: ") + e.what());
+    }
+  }
+  return pid;
+}
+
+}  // namespace crx::migrate

@@ -1,0 +1,38 @@
+// A DestinationSide for containers with verbs objects, around the CRIU
+// side (which restores with CRX_VERBS_DEFER_RESUME=1: the plugin leaves
+// the restored QPs stopped):
+//   accept: the manifest's rdma section is checked against this node
+//     (rdma/preflight.hpp) before the inner side accepts, so a migration
+//     that cannot restore is refused while the source still runs;
+//   restore: once the inner restore returns — the sender has committed and
+//     the tasks run — the restored container's QPs are resumed: a rollback
+//     never leaves a partner talking to a copy that is then dropped. The
+//     count and time go to crx-verbs-resume.json in the images dir
+//     (rdma/plugin_stats.hpp) for the report.
+#pragma once
+#include "migrate/sides.hpp"
+#include "rdma/rdma_host.hpp"
+#include "rdma/stopped_qps.hpp"
+
+namespace crx::migrate {
+
+class VerbsDestination : public DestinationSide {
+ public:
+  VerbsDestination(DestinationSide& inner, rdma::RdmaHost& host, rdma::StoppedQps& qps)
+      : inner_(inner), host_(host), qps_(qps) {}
+  Acceptance accept(const Manifest& m) override;
+  std::unique_ptr<PageSink> start_page_server(const std::string& round_dir,
+                                              UniqueFd channel) override {
+    return inner_.start_page_server(round_dir, std::move(channel));
+  }
+  int restore(const std::string& images_dir, const Manifest& m, const Acceptance& a,
+              const std::function<void()>& hold) override;
+  void discard(const Manifest& m) noexcept override { inner_.discard(m); }
+
+ private:
+  DestinationSide& inner_;
+  rdma::RdmaHost& host_;
+  rdma::StoppedQps& qps_;
+};
+
+}  // namespace crx::migrate

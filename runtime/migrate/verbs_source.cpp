@@ -1,0 +1,35 @@
+#include "migrate/verbs_source.hpp"
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+namespace crx::migrate {
+
+std::string VerbsSource::resume_qps() noexcept {
+  try {
+    int n = qps_.resume_stopped(id_);
+    if (n > 0) log::debug("migrate: resumed " + std::to_string(n) + " stopped QPs of " + id_);
+    return {};
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+}
+
+void VerbsSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {
+  try {
+    inner_.pre_dump(images_dir, parent, page_fd);
+  } catch (...) {
+    if (std::string why = resume_qps(); !why.empty()) log::warn("migrate: " + why);
+    throw;
+  }
+  if (std::string why = resume_qps(); !why.empty())
+    throw Error("pre-dump of " + id_ + ": its QPs stay stopped: " + why);
+}
+
+void VerbsSource::resume() {
+  std::string why = resume_qps();
+  inner_.resume();
+  if (!why.empty()) throw Error("the source runs again but its QPs stay stopped: " + why);
+}
+
+}  // namespace crx::migrate

@@ -1,0 +1,91 @@
+// The verbs part of the migration report, from the plugin's JSON files.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/fs.hpp"
+#include "migrate/report.hpp"
+#include "rdma/plugin_stats.hpp"
+#include "rdma/rdma_error.hpp"
+
+namespace {
+
+using namespace crx;
+
+struct TempDir {
+  std::string path;
+  TempDir() {
+    char tmpl[] = "/tmp/crx-verbs-report-XXXXXX";
+    path = ::mkdtemp(tmpl);
+  }
+  ~TempDir() { remove_tree(path); }
+};
+
+TEST(VerbsStats, ParsesPluginFiles) {
+  auto d = rdma::parse_verbs_dump_stats(
+      R"({"contexts":2,"objects":{"pd":1,"mr":3,"cq":2,"srq":0,"qp":4},"mr_bytes":1048576,"dump_ms":12.5})");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->contexts, 2u);
+  EXPECT_EQ(d->objects.at("qp"), 4u);
+  EXPECT_EQ(d->mr_bytes, 1048576u);
+  auto r = rdma::parse_verbs_restore_stats(R"({"ok":false,"error":"EBUSY: QPN 17\ntaken"})");
+  ASSERT_TRUE(r);
+  EXPECT_FALSE(r->ok);
+  EXPECT_EQ(r->error, "EBUSY: QPN 17 taken");  // one line
+  EXPECT_FALSE(rdma::parse_verbs_restore_stats(R"({"error":"x"})")->ok);  // no "ok": not ok
+  EXPECT_FALSE(rdma::parse_verbs_dump_stats("[1]"));
+}
+
+TEST(VerbsStats, RestoreCheckFailsOnOkFalseOnly) {
+  TempDir t;
+  EXPECT_NO_THROW(rdma::check_verbs_restore(t.path));  // no plugin, no file
+  write_file(t.path + "/crx-verbs-restore.json", R"({"ok":true})");
+  EXPECT_NO_THROW(rdma::check_verbs_restore(t.path));
+  write_file(t.path + "/crx-verbs-restore.json", R"({"ok":false,"error":"pin MR 3: EFAULT"})");
+  try {
+    rdma::check_verbs_restore(t.path);
+    FAIL();
+  } catch (const rdma::RdmaError& e) {
+    EXPECT_EQ(e.cause(), rdma::RdmaCause::PluginRestore);
+    EXPECT_STREQ(e.what(), "restoring the verbs objects failed: pin MR 3: EFAULT");
+  }
+  write_file(t.path + "/crx-verbs-restore.json", "{trunc");
+  EXPECT_THROW(rdma::check_verbs_restore(t.path), rdma::RdmaError);
+}
+
+TEST(VerbsReport, TextAndJson) {
+  TempDir t;
+  EXPECT_FALSE(migrate::VerbsReport::read(t.path));
+  write_file(t.path + "/crx-verbs-dump.json",
+             R"({"contexts":1,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},"mr_bytes":2097152,"dump_ms":3.5})");
+  write_file(t.path + "/crx-verbs-restore.json",
+             R"({"ok":true,"recreate_ms":7.25,"pin_ms":2,"resume_ms":0,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2}})");
+  rdma::write_verbs_resume_stats(t.path, {2, 1.5});
+  migrate::MigrationReport rep;
+  rep.role = "receiver";
+  rep.id = "c1";
+  rep.outcome = "migrated";
+  rep.verbs = migrate::VerbsReport::read(t.path);
+  std::string text = rep.to_text();
+  EXPECT_NE(text.find("  verbs objects: 2 qp, 2 mr, 2 cq, 0 srq, 1 pd in 1 context, MRs 2.0 MiB\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  verbs time: dump 3.5 ms, recreate 7.2 ms, pin MRs 2.0 ms, resume 1.5 ms "
+                      "(after the commit)\n"),
+            std::string::npos)
+      << text;
+  auto j = nlohmann::json::parse(rep.to_json());
+  EXPECT_EQ(j["verbs"]["objects"]["qp"], 2);
+  EXPECT_EQ(j["verbs"]["dump_ms"], 3.5);
+  EXPECT_EQ(j["verbs"]["pin_ms"], 2.0);
+  EXPECT_EQ(j["verbs"]["resume_ms"], 1.5);
+  EXPECT_EQ(j["verbs"]["restore_ok"], true);
+  EXPECT_EQ(j["verbs"]["resumed_qps_after_commit"], 2);
+
+  rep.verbs.reset();
+  EXPECT_EQ(rep.to_text().find("verbs"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(rep.to_json()).contains("verbs"));
+}
+
+}  // namespace

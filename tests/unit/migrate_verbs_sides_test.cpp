@@ -1,0 +1,247 @@
+// Migration of a container with verbs objects, CRIU and RDMA replaced by
+// fakes: the receiver's preflight refuses before the source is frozen; a
+// rollback resumes the source's stopped QPs before it thaws; the
+// destination resumes the restored QPs only after the commit.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <future>
+#include <thread>
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "fake_rdma_host.hpp"
+#include "migrate/receiver.hpp"
+#include "migrate/sender.hpp"
+#include "migrate/verbs_destination.hpp"
+#include "migrate/verbs_source.hpp"
+#include "rdma/plugin_stats.hpp"
+#include "rdma/rdma_error.hpp"
+
+namespace {
+
+using namespace crx;
+using namespace crx::migrate;
+using namespace std::chrono_literals;
+
+// One log of calls on both sides, in order.
+struct Calls {
+  std::mutex m;
+  std::vector<std::string> v;
+  void add(const std::string& s) {
+    std::lock_guard l(m);
+    v.push_back(s);
+  }
+  int count(const std::string& s) {
+    std::lock_guard l(m);
+    return static_cast<int>(std::count(v.begin(), v.end(), s));
+  }
+  size_t index(const std::string& s) {
+    std::lock_guard l(m);
+    return static_cast<size_t>(std::find(v.begin(), v.end(), s) - v.begin());
+  }
+};
+
+struct FakeQps : rdma::StoppedQps {
+  Calls& calls;
+  std::string side;
+  bool fail = false;
+  FakeQps(Calls& c, std::string s) : calls(c), side(std::move(s)) {}
+  int resume_stopped(const std::string& id) override {
+    calls.add(side + " resume QPs " + id);
+    if (fail) throw rdma::RdmaError(rdma::RdmaCause::VerbsCall, "resume: Input/output error", EIO);
+    return 2;
+  }
+};
+
+struct FakeSource : SourceSide {
+  Calls& calls;
+  bool fail_dump = false, fail_pre_dump = false;
+  explicit FakeSource(Calls& c) : calls(c) {}
+  void pre_dump(const std::string& dir, const std::string&, int fd) override {
+    calls.add("pre-dump");
+    if (fail_pre_dump) throw Error("criu pre-dump failed");
+    write_file(dir + "/core-1.img", "x");
+    (void)!::write(fd, "pages", 5);
+  }
+  void freeze() override { calls.add("freeze"); }
+  void dump(const std::string& dir, const std::string&, int fd) override {
+    calls.add("dump");
+    if (fail_dump) throw Error("criu dump failed");
+    write_file(dir + "/core-1.img", "x");
+    write_file(dir + "/" + rdma::kVerbsDumpFile,
+               R"({"contexts":1,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},"mr_bytes":2097152,"dump_ms":3.5})");
+    (void)!::write(fd, "pages", 5);
+  }
+  void resume() override { calls.add("thaw source"); }
+  void destroy() override { calls.add("destroy source"); }
+};
+
+struct FakePageSink : PageSink {
+  std::thread t;
+  explicit FakePageSink(UniqueFd fd) {
+    t = std::thread([fd = std::move(fd)] {
+      char buf[4096];
+      while (::read(fd.get(), buf, sizeof buf) > 0) {
+      }
+    });
+  }
+  void wait(std::chrono::milliseconds) override { t.join(); }
+  ~FakePageSink() override {
+    if (t.joinable()) t.join();
+  }
+};
+
+struct FakeDestination : DestinationSide {
+  Calls& calls;
+  bool fail_restore = false;
+  explicit FakeDestination(Calls& c) : calls(c) {}
+  Acceptance accept(const Manifest& m) override {
+    calls.add("accept");
+    return Acceptance{m.bundle, false};
+  }
+  std::unique_ptr<PageSink> start_page_server(const std::string&, UniqueFd ch) override {
+    return std::make_unique<FakePageSink>(std::move(ch));
+  }
+  int restore(const std::string& dir, const Manifest&, const Acceptance&,
+              const std::function<void()>& hold) override {
+    calls.add("restore");
+    if (fail_restore) throw Error("criu restore failed");
+    write_file(dir + "/" + rdma::kVerbsRestoreFile,
+               R"({"ok":true,"recreate_ms":7,"pin_ms":2,"resume_ms":0,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2}})");
+    hold();
+    calls.add("tasks run");
+    return 4242;
+  }
+  void discard(const Manifest&) noexcept override { calls.add("discard"); }
+};
+
+struct Harness {
+  std::string root;
+  SharedKey key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  Calls calls;
+  FakeSource src{calls};
+  FakeQps src_qps{calls, "source"};
+  FakeDestination dst{calls};
+  FakeQps dst_qps{calls, "destination"};
+  test::FakeRdmaHost host;
+  int pre_copy = 0;
+  MigrationReport sender, receiver;
+
+  Harness() {
+    char tmpl[] = "/tmp/crx-verbs-proto-XXXXXX";
+    root = ::mkdtemp(tmpl);
+    host.load_patched({{"qpn_min", "8192"}, {"qpn_max", "0"}, {"mrn_min", "8192"}, {"mrn_max", "0"}});
+    host.ports["rxe0"] = "4: ACTIVE";
+    host.json["qp"] = R"([{"ifname":"rxe0","lqpn":1}])";
+    host.json["mr"] = "[]";
+  }
+  ~Harness() { remove_tree(root); }
+
+  void run() {
+    TcpListener listener(parse_host_port("127.0.0.1:0"));
+    ReceiverOptions ro;
+    ro.key = &key;
+    ro.image_root = root + "/dst";
+    ro.timeout = 10s;
+    ro.commit_timeout = 10s;
+    VerbsDestination vdst(dst, host, dst_qps);
+    auto rx = std::async(std::launch::async, [&] {
+      std::string peer;
+      auto fd = listener.accept(10s, &peer);
+      return receive_one(listener, std::move(fd), peer, vdst, ro);
+    });
+    SenderOptions so;
+    so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
+    so.key = &key;
+    so.manifest.id = "c1";
+    so.manifest.bundle = "/bundles/c1";
+    so.manifest.config_sha256 = "00";
+    so.manifest.rdma.emplace();
+    so.manifest.rdma->contexts = 1;
+    so.manifest.rdma->devices = {"rxe0"};
+    so.manifest.rdma->qpns = {0x1011, 0x1012};
+    so.manifest.rdma->mrns = {0x1002};
+    so.work_dir = root + "/src";
+    so.pre_copy = PreCopyPolicy{pre_copy, 0};
+    so.timeout = 10s;
+    so.restore_timeout = 10s;
+    VerbsSource vsrc(src, src_qps, "c1");
+    sender = migrate_out(vsrc, so);
+    receiver = rx.get();
+  }
+};
+
+TEST(MigrateVerbs, CommitResumesDestinationQpsAfterCommitOnly) {
+  Harness h;
+  h.run();
+  ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
+  ASSERT_EQ(h.receiver.outcome, "migrated") << h.receiver.error;
+  EXPECT_EQ(h.calls.count("destination resume QPs c1"), 1);
+  EXPECT_EQ(h.calls.count("source resume QPs c1"), 0);  // never: the source is destroyed
+  EXPECT_EQ(h.calls.count("destroy source"), 1);
+  // The restored tasks ran (the commit had arrived) before the QPs resumed.
+  EXPECT_LT(h.calls.index("tasks run"), h.calls.index("destination resume QPs c1"));
+  // Report: the sender has the plugin's dump, the receiver all three files.
+  ASSERT_TRUE(h.sender.verbs && h.sender.verbs->dump);
+  EXPECT_EQ(h.sender.verbs->dump->dump_ms, 3.5);
+  ASSERT_TRUE(h.receiver.verbs && h.receiver.verbs->restore && h.receiver.verbs->resume);
+  EXPECT_EQ(h.receiver.verbs->resume->qps, 2u);
+  EXPECT_NE(h.receiver.to_text().find("verbs objects: 2 qp, 2 mr, 2 cq, 0 srq, 1 pd"),
+            std::string::npos)
+      << h.receiver.to_text();
+  EXPECT_NE(h.receiver.to_json().find("\"recreate_ms\":7"), std::string::npos);
+}
+
+TEST(MigrateVerbs, PreflightRefusalLeavesTheSourceUntouched) {
+  Harness h;
+  h.host.json["qp"] = R"([{"ifname":"rxe0","lqpn":4113}])";  // 0x1011 taken
+  h.run();
+  EXPECT_EQ(h.sender.outcome, "rolled back");
+  EXPECT_NE(h.sender.error.find("QPN 4113 (rxe0)"), std::string::npos) << h.sender.error;
+  EXPECT_EQ(h.calls.count("accept"), 0);
+  EXPECT_EQ(h.calls.count("freeze"), 0);
+  EXPECT_EQ(h.calls.count("dump"), 0);
+  EXPECT_EQ(h.calls.count("thaw source"), 0);
+}
+
+TEST(MigrateVerbs, FailedRestoreResumesSourceQpsBeforeThaw) {
+  Harness h;
+  h.dst.fail_restore = true;
+  h.run();
+  EXPECT_EQ(h.sender.outcome, "rolled back");
+  EXPECT_EQ(h.calls.count("source resume QPs c1"), 1);
+  EXPECT_EQ(h.calls.count("thaw source"), 1);
+  EXPECT_LT(h.calls.index("source resume QPs c1"), h.calls.index("thaw source"));
+  EXPECT_EQ(h.calls.count("destination resume QPs c1"), 0);  // never talked
+}
+
+TEST(MigrateVerbs, FailedDumpResumesSourceQps) {
+  Harness h;
+  h.src.fail_dump = true;
+  h.run();
+  EXPECT_EQ(h.sender.outcome, "rolled back");
+  EXPECT_EQ(h.calls.count("source resume QPs c1"), 1);
+  EXPECT_EQ(h.calls.count("thaw source"), 1);
+}
+
+TEST(MigrateVerbs, SourceThawsEvenWhenItsQpsCannotResume) {
+  Harness h;
+  h.dst.fail_restore = true;
+  h.src_qps.fail = true;
+  h.run();
+  EXPECT_EQ(h.sender.outcome, "rolled back");
+  EXPECT_EQ(h.calls.count("thaw source"), 1);
+  EXPECT_NE(h.sender.error.find("QPs stay stopped"), std::string::npos) << h.sender.error;
+}
+
+TEST(MigrateVerbs, PreDumpRoundsKeepSourceQpsRunning) {
+  Harness h;
+  h.pre_copy = 2;
+  h.run();
+  ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
+  EXPECT_EQ(h.calls.count("pre-dump"), 2);
+  EXPECT_EQ(h.calls.count("source resume QPs c1"), 2);  // once per pre-dump
+}
+
+}  // namespace

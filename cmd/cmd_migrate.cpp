@@ -17,6 +17,8 @@
 #include "migrate/ram_dir.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/sender.hpp"
+#include "migrate/verbs_source.hpp"
+#include "rdma/container_qps.hpp"
 #include "state/store.hpp"
 
 namespace crx::cmd {
@@ -97,7 +99,13 @@ void register_migrate(Cli& cli) {
       StopSignals stop_signals;
       o.cancel = &StopSignals::flag();
 
-      migrate::CriuSource source(cli.global, a->id, a->criu.to_flags());
+      // Preflight, before anything is frozen: the container's verbs
+      // objects go into the manifest for the receiver to check.
+      rdma::ContainerQps qps(cli.global);
+      if (auto inv = qps.inventory(a->id); !inv.empty()) o.manifest.rdma = inv;
+
+      migrate::CriuSource criu(cli.global, a->id, a->criu.to_flags());
+      migrate::VerbsSource source(criu, qps, a->id);
       auto report = migrate::migrate_out(source, o);
       if (a->format == "json") {
         std::printf("%s\n", report.to_json().c_str());

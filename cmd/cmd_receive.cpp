@@ -19,6 +19,9 @@
 #include "migrate/criu_sides.hpp"
 #include "migrate/ram_dir.hpp"
 #include "migrate/receiver.hpp"
+#include "migrate/verbs_destination.hpp"
+#include "rdma/container_qps.hpp"
+#include "rdma/system_rdma_host.hpp"
 
 namespace crx::cmd {
 namespace {
@@ -73,7 +76,10 @@ void register_receive(Cli& cli) {
       o.image_root = ram.path();
       o.timeout = std::chrono::seconds(cfg.timeout_seconds);
       o.commit_timeout = std::chrono::seconds(cfg.timeout_seconds);
-      migrate::CriuDestination dest(cli.global);
+      migrate::CriuDestination criu(cli.global);
+      rdma::SystemRdmaHost rdma_host;
+      rdma::ContainerQps qps(cli.global);
+      migrate::VerbsDestination dest(criu, rdma_host, qps);
       StopSignals stop_signals;
       for (;;) {
         if (!wait_for_sender(listener)) {
@@ -106,6 +112,7 @@ void register_migration_commands(Cli& cli) {
   register_restore(cli);
   register_migrate(cli);
   register_receive(cli);
+  register_rdma(cli);
 }
 
 }  // namespace crx::cmd

@@ -1,5 +1,5 @@
-// Only in the `crx` executable: checkpoint, restore, migrate and receive
-// live in `crx-migrate` (CRIU RPC, crypto, YAML config), so the binary
+// Only in the `crx` executable: checkpoint, restore, migrate, receive and
+// rdma live in `crx-migrate` (CRIU RPC, crypto, YAML config), so the binary
 // containerd runs for every container stays small and starts fast. crx
 // hands those commands over by exec'ing crx-migrate with the same argv;
 // output, flags and exit codes are crx-migrate's, which has every command.
@@ -30,6 +30,7 @@ constexpr Forwarded kForwarded[] = {
     {"restore", "restore a container from a checkpoint (CRIU)"},
     {"migrate", "live-migrate a container to `crx receive` on another host"},
     {"receive", "receive live-migrated containers"},
+    {"rdma", "set up and show this node's SoftRoCE for migration (crx's rdma_rxe)"},
 };
 
 // The directory of the running executable, from /proc/self/exe.

@@ -5,9 +5,9 @@
  * kernel module build and user space; depends only on <linux/types.h> and
  * <rdma/ib_user_ioctl_cmds.h>.
  *
- * All methods are driver-specific uverbs methods of UVERBS_OBJECT_DEVICE
- * (object id 0) issued with RDMA_VERBS_IOCTL on the uverbs fd of a context,
- * driver_id RDMA_DRIVER_RXE.  Every method needs CAP_CHECKPOINT_RESTORE or
+ * All methods but MR_PIN (of UVERBS_OBJECT_MR) are driver-specific uverbs
+ * methods of UVERBS_OBJECT_DEVICE (object id 0), issued with
+ * RDMA_VERBS_IOCTL on the uverbs fd of a context, driver_id RDMA_DRIVER_RXE.  Every method needs CAP_CHECKPOINT_RESTORE or
  * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
  * RXE_MIGR_ABI_VERSION, otherwise the method fails with EINVAL.
  *
@@ -101,17 +101,22 @@ enum rxe_migr_methods {
 	 * the application had it; the library that created the queue has
 	 * used up the first mmap). */
 	RXE_MIGR_METHOD_QUEUE_MMAP,
-	/* in: struct rxe_migr_mr_pin; MR handle of an MR registered with
-	 * RXE_MIGR_NEXT_MR_UNPINNED.  Pins its pages in the address space of
-	 * the process that registered it (not the caller's) and makes the
-	 * MR valid.  EINVAL if the MR is pinned already. */
-	RXE_MIGR_METHOD_MR_PIN,
 	/* in: struct rxe_migr_adopt_cred.  The uverbs file (the caller's fd
 	 * of the file this method runs on) takes the current credentials of
 	 * task pid: ib_uverbs refuses write() commands from a task whose
 	 * credentials are not those the file was opened with, and a
 	 * restorer changes them after the file was opened. */
 	RXE_MIGR_METHOD_ADOPT_CRED,
+};
+
+/* methods of UVERBS_OBJECT_MR in the driver namespace (a uverbs object
+ * has room for eight driver methods: the device's are taken) */
+enum rxe_migr_mr_methods {
+	/* in: struct rxe_migr_mr_pin; MR handle of an MR registered with
+	 * RXE_MIGR_NEXT_MR_UNPINNED.  Pins its pages in the address space of
+	 * the process that registered it (not the caller's) and makes the
+	 * MR valid.  EINVAL if the MR is pinned already. */
+	RXE_MIGR_METHOD_MR_PIN = (1U << UVERBS_ID_NS_SHIFT),
 };
 
 enum rxe_migr_attrs {

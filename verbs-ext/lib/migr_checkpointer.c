@@ -54,6 +54,7 @@ int ibv_migr_mr_pin(struct ibv_context *ctx, uint32_t mr_handle)
 	if (!ctx)
 		return -EINVAL;
 	migr_call_init(&c, RXE_MIGR_METHOD_MR_PIN);
+	c.object = UVERBS_OBJECT_MR;
 	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
 	migr_attr_handle(&c, RXE_MIGR_ATTR_MR_HANDLE, mr_handle);
 	return migr_call_run(ctx->cmd_fd, &c);

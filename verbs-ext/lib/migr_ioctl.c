@@ -57,7 +57,7 @@ int migr_call_run(int cmd_fd, struct migr_call *c)
 
 	memset(&buf, 0, sizeof(buf));
 	buf.hdr.length = sizeof(buf.hdr) + c->num_attrs * sizeof(buf.attrs[0]);
-	buf.hdr.object_id = UVERBS_OBJECT_DEVICE;
+	buf.hdr.object_id = c->object;
 	buf.hdr.method_id = c->method;
 	buf.hdr.num_attrs = c->num_attrs;
 	buf.hdr.driver_id = RDMA_DRIVER_RXE;

@@ -9,6 +9,7 @@
 #define MIGR_MAX_ATTRS 6
 
 struct migr_call {
+	uint16_t object;	/* UVERBS_OBJECT_DEVICE unless set */
 	uint16_t method;
 	uint16_t num_attrs;
 	struct ib_uverbs_attr attrs[MIGR_MAX_ATTRS];

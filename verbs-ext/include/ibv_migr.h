@@ -87,6 +87,13 @@ enum ibv_restore_cmd {
 #define IBV_MIGR_RESTORE_UNPINNED (1u << 2)	/* CREATE of an MR: no pages
 						 * yet, ibv_migr_mr_pin()
 						 * pins them later */
+#define IBV_MIGR_RESTORE_USER_HANDLE (1u << 3)	/* REFILL of a CQ, SRQ or
+						 * QP: its events carry the
+						 * dumped user handle (a
+						 * pointer of the process's
+						 * library, valid when the
+						 * checkpointer restored its
+						 * memory) */
 
 struct ibv_restore_args {
 	const struct rxe_migr_rec_hdr *record;	/* from the dump */

@@ -11,7 +11,7 @@
  * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
  * RXE_MIGR_ABI_VERSION, otherwise the method fails with EINVAL.
  *
- * Dump format (version 2), all fields host-endian, records 8-byte aligned:
+ * Dump format (version 3), all fields host-endian, records 8-byte aligned:
  *
  *   struct rxe_migr_dump_hdr             magic, version, count, total_len
  *   count x {
@@ -45,7 +45,8 @@
  * the context's event files and answers with the record type and handle.
  * CQ records name their channel by that handle.
  *
- * Version 1 (no event file records, CQ without notify state) is refused.
+ * Versions 1 (no event file records, CQ without notify state) and 2 (no
+ * user handles) are refused.
  * Ring data is the whole element array of the queue (num_elem * elem_size),
  * i.e. struct rxe_queue_buf.data of <rdma/rdma_user_rxe.h>; the indices are
  * in struct rxe_migr_queue.
@@ -56,7 +57,7 @@
 #include <linux/types.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 
-#define RXE_MIGR_ABI_VERSION	2
+#define RXE_MIGR_ABI_VERSION	3
 #define RXE_MIGR_MAGIC		0x474d5852u	/* "RXMG" little endian */
 
 /* methods of UVERBS_OBJECT_DEVICE in the driver namespace */
@@ -189,6 +190,8 @@ struct rxe_migr_rec_hdr {
 	__u32 len;		/* bytes including this header, multiple of 8 */
 	__u32 handle;		/* uverbs handle (uobject id) */
 	__u32 reserved;
+	__u64 user_handle;	/* CQ, SRQ, QP: the value the process's library
+				 * gave at create time, returned in events */
 };
 
 struct rxe_migr_mr {
@@ -340,6 +343,8 @@ enum rxe_migr_queue_which {
 /* CQ, with SET_INDICES: queue one completion event on the CQ's channel
  * (the dump had comp_events_pending != 0 for it) */
 #define RXE_MIGR_RESTORE_CQ_EVENT	(1u << 1)
+/* set the object's user handle (returned in its events) to user_handle */
+#define RXE_MIGR_RESTORE_USER_HANDLE	(1u << 2)
 
 struct rxe_migr_restore_queue {
 	__u32 version;
@@ -347,6 +352,7 @@ struct rxe_migr_restore_queue {
 	__u32 flags;
 	__u32 offset;		/* into the ring data */
 	struct rxe_migr_queue queue;	/* as dumped */
+	__u64 user_handle;	/* with RXE_MIGR_RESTORE_USER_HANDLE */
 	/* followed by ring bytes for [offset, offset + n) */
 };
 

@@ -53,11 +53,31 @@ static void drop_placeholders(struct ibv_context *ctx)
 	pthread_mutex_unlock(&placeholders_lock);
 }
 
+/* Objects are recreated by type (PD, MR, CQ, SRQ, QP: each after what it
+ * depends on), not in handle order, so a placeholder may sit on the handle
+ * a later object wants: give it back first. */
+static void release_placeholder(struct ibv_context *ctx, uint32_t handle)
+{
+	struct placeholder **pp, *p;
+
+	pthread_mutex_lock(&placeholders_lock);
+	for (pp = &placeholders; (p = *pp); pp = &p->next) {
+		if (p->ctx == ctx && p->pd->handle == handle) {
+			*pp = p->next;
+			ibv_dealloc_pd(p->pd);
+			free(p);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&placeholders_lock);
+}
+
 /* Make `want` the lowest free handle of the context's file. */
 static int reserve_handle(struct ibv_context *ctx, uint32_t want)
 {
 	unsigned int n;
 
+	release_placeholder(ctx, want);
 	for (n = 0; n < MAX_PLACEHOLDERS; n++) {
 		struct ibv_pd *pd = ibv_alloc_pd(ctx);
 		int err;
@@ -245,10 +265,18 @@ static int create_event_file(struct ibv_context *ctx, void **obj, int type)
 	return 0;
 }
 
+/* The dumped user handle, when the process's own memory is restored
+ * (IBV_MIGR_RESTORE_USER_HANDLE): events must carry its pointers. */
+static const uint64_t *dumped_user_handle(const struct ibv_restore_args *a)
+{
+	return a->flags & IBV_MIGR_RESTORE_USER_HANDLE ?
+		(const uint64_t *)&a->record->user_handle : NULL;
+}
+
 static int restore_queue(struct ibv_context *ctx, uint32_t which,
 			 uint16_t handle_attr, uint32_t handle,
 			 const struct rxe_migr_queue *q, const uint8_t *data,
-			 uint32_t last_flags)
+			 uint32_t last_flags, const uint64_t *user_handle)
 {
 	struct rxe_migr_restore_queue *req;
 	uint32_t off = 0;
@@ -270,8 +298,14 @@ static int restore_queue(struct ibv_context *ctx, uint32_t which,
 		req->which = which;
 		req->offset = off;
 		req->queue = *q;
-		if (off + n == q->data_len)
+		if (off + n == q->data_len) {
+			/* the object's events carry the process's pointer */
 			req->flags = RXE_MIGR_RESTORE_SET_INDICES | last_flags;
+			if (user_handle) {
+				req->flags |= RXE_MIGR_RESTORE_USER_HANDLE;
+				req->user_handle = *user_handle;
+			}
+		}
 		memcpy(req + 1, data + off, n);
 		migr_call_init(&c, RXE_MIGR_METHOD_RESTORE_QUEUE);
 		migr_attr_in(&c, RXE_MIGR_ATTR_IN, req, sizeof(*req) + n);
@@ -347,11 +381,12 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 	if (err)
 		return err;
 	err = restore_queue(ctx, RXE_MIGR_Q_SQ, RXE_MIGR_ATTR_QP_HANDLE,
-			    qp->handle, &r->sq, rings, 0);
+			    qp->handle, &r->sq, rings, 0,
+			    dumped_user_handle(a));
 	if (!err)
 		err = restore_queue(ctx, RXE_MIGR_Q_RQ, RXE_MIGR_ATTR_QP_HANDLE,
 				    qp->handle, &r->rq, rings + r->sq.data_len,
-				    0);
+				    0, dumped_user_handle(a));
 	if (err || r->qp_state != IBV_QPS_RTS)
 		return err;
 
@@ -369,7 +404,7 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 /* ring and indices; then the CQ is armed as it was, and an event the
  * process had not read at dump time is queued on its channel again */
 static int refill_cq(struct ibv_context *ctx, struct ibv_cq *cq,
-		     const struct rxe_migr_cq *r)
+		     const struct rxe_migr_cq *r, const uint64_t *user_handle)
 {
 	uint32_t event = r->comp_events_pending && cq->channel ?
 		RXE_MIGR_RESTORE_CQ_EVENT : 0;
@@ -377,7 +412,7 @@ static int refill_cq(struct ibv_context *ctx, struct ibv_cq *cq,
 
 	err = restore_queue(ctx, RXE_MIGR_Q_CQ, RXE_MIGR_ATTR_CQ_HANDLE,
 			    cq->handle, &r->queue, (const uint8_t *)(r + 1),
-			    event);
+			    event, user_handle);
 	if (err)
 		return err;
 	switch (r->notify) {
@@ -403,14 +438,15 @@ static int refill(struct ibv_context *ctx, void *obj, int type,
 	case IBV_MIGR_OBJ_MR:
 		return 0;
 	case IBV_MIGR_OBJ_CQ:
-		return refill_cq(ctx, obj, body);
+		return refill_cq(ctx, obj, body, dumped_user_handle(a));
 	case IBV_MIGR_OBJ_SRQ: {
 		const struct rxe_migr_srq *r = body;
 
 		return restore_queue(ctx, RXE_MIGR_Q_SRQ,
 				     RXE_MIGR_ATTR_SRQ_HANDLE,
 				     ((struct ibv_srq *)obj)->handle, &r->queue,
-				     (const uint8_t *)(r + 1), 0);
+				     (const uint8_t *)(r + 1), 0,
+				     dumped_user_handle(a));
 	}
 	case IBV_MIGR_OBJ_QP:
 		return refill_qp(ctx, obj, a);

@@ -1,0 +1,54 @@
+// The dump half of the plugin, in CRIU's dumping process.
+//
+// DUMP_EXT_FILE hands the plugin a copy of every fd CRIU does not know.
+// A uverbs fd: its context is dumped at once (ibv_dump_context stops every
+// QP: partners get NAK_STOPPED and pause), before CRIU dumps the process's
+// memory, so no RDMA write or receive changes that memory afterwards. An
+// [infinibandevent] fd: the kernel tells which context's async fd or
+// completion channel it is (IDENTIFY_FD on a context dumped already; one
+// seen before its context waits for it).
+#pragma once
+#include <sys/stat.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "image.hpp"
+
+namespace crx::verbs_plugin {
+
+class Dumper {
+ public:
+  // HANDLE_DEVICE_VMA: 0 claims a uverbs mapping (CRIU then keeps its
+  // metadata, not its pages), -ENOTSUP for any other device.
+  int handle_device_vma(const struct stat& st);
+  // DUMP_EXT_FILE: 0, -ENOTSUP (not a verbs fd) or -errno.
+  int dump_file(int fd, uint32_t id);
+  // End of the dump: the stats file; a failed dump resumes the QPs it
+  // stopped (the process runs on). CRIU's ret: 0 on success.
+  void finish(int ret);
+
+ private:
+  struct Context {
+    uint32_t id;
+    int fd;  // our copy, for IDENTIFY_FD and for resuming on failure
+    std::vector<uint8_t> dump;
+  };
+  struct PendingEvent {
+    uint32_t id;
+    int fd;
+  };
+  int dump_context(int fd, uint32_t id);
+  // 1 identified and written, 0 not a file of a known context, -errno
+  int identify_event(int fd, uint32_t id);
+  void write_stats();
+
+  std::vector<Context> contexts_;
+  std::vector<PendingEvent> pending_;
+  std::map<std::string, uint64_t> objects_;
+  uint64_t mr_bytes_ = 0;
+  double dump_ms_ = 0;
+};
+
+}  // namespace crx::verbs_plugin

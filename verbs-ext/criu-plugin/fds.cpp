@@ -1,0 +1,100 @@
+#include "fds.hpp"
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <ctime>
+#include <fstream>
+
+extern "C" int criu_get_image_dir(void);
+
+namespace crx::verbs_plugin {
+
+bool is_uverbs(const struct stat& st) {
+  return S_ISCHR(st.st_mode) && major(st.st_rdev) == kUverbsMajor &&
+         minor(st.st_rdev) >= kUverbsMinorBase;
+}
+
+std::string fd_path(int fd) {
+  char buf[256];
+  std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = readlink(link.c_str(), buf, sizeof(buf) - 1);
+  if (n < 0) return "";
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+bool is_event_file(int fd) { return fd_path(fd) == "anon_inode:[infinibandevent]"; }
+
+std::string ibdev_of(const struct stat& st) {
+  std::ifstream in("/sys/class/infiniband_verbs/uverbs" +
+                   std::to_string(minor(st.st_rdev) - kUverbsMinorBase) + "/ibdev");
+  std::string name;
+  std::getline(in, name);
+  return name;
+}
+
+int move_high(int fd) {
+  struct rlimit rl;
+  long base = 512;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+    base = static_cast<long>(rl.rlim_cur / 2);
+  if (base < 64) base = 64;
+  int nfd = fcntl(fd, F_DUPFD_CLOEXEC, base);
+  int err = errno;
+  close(fd);
+  return nfd < 0 ? -err : nfd;
+}
+
+int read_image_file(const std::string& name, std::vector<uint8_t>* out) {
+  int fd = openat(criu_get_image_dir(), name.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  out->clear();
+  uint8_t buf[65536];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return -err;
+    }
+    if (n == 0) break;
+    out->insert(out->end(), buf, buf + n);
+  }
+  close(fd);
+  return 0;
+}
+
+int write_image_file(const std::string& name, const void* data, size_t len) {
+  int fd = openat(criu_get_image_dir(), name.c_str(),
+                  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return -errno;
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  while (len) {
+    ssize_t n = write(fd, p, len);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return -err;
+    }
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+  return close(fd) ? -errno : 0;
+}
+
+bool image_file_exists(const std::string& name) {
+  return faccessat(criu_get_image_dir(), name.c_str(), F_OK, 0) == 0;
+}
+
+double now_ms() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+}  // namespace crx::verbs_plugin

@@ -1,0 +1,35 @@
+// Small file and fd helpers of the plugin: what a file descriptor is,
+// the plugin's files in CRIU's images dir, timing.
+#pragma once
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace crx::verbs_plugin {
+
+inline constexpr unsigned kUverbsMajor = 231;  // /dev/infiniband/uverbsN
+inline constexpr unsigned kUverbsMinorBase = 192;
+
+bool is_uverbs(const struct stat& st);
+// An anon_inode:[infinibandevent] fd (async event fd or completion channel)
+bool is_event_file(int fd);
+// The path an fd of this process points to ("" if unknown).
+std::string fd_path(int fd);
+// The ibv device name behind a uverbs char device ("" if unknown).
+std::string ibdev_of(const struct stat& st);
+
+// Moves fd to a number far above the ones a restored process uses (CRIU
+// places the process's fds by number and refuses one that is taken);
+// closes the old one. The new fd, or -errno (fd is closed either way).
+int move_high(int fd);
+
+// Files in CRIU's images dir (criu_get_image_dir()). 0 or -errno.
+int read_image_file(const std::string& name, std::vector<uint8_t>* out);
+int write_image_file(const std::string& name, const void* data, size_t len);
+bool image_file_exists(const std::string& name);
+
+double now_ms();
+
+}  // namespace crx::verbs_plugin

@@ -1,0 +1,96 @@
+// The plugin's image format: what encode() writes, decode() reads back,
+// and decode() refuses what it cannot trust.
+#include "image.hpp"
+
+#include <gtest/gtest.h>
+
+namespace crx::verbs_plugin {
+namespace {
+
+Image sample_context() {
+  Image img;
+  img.kind = ImageKind::Context;
+  img.ctx_id = 33;
+  img.device = "rxe0";
+  img.cdev_path = "/dev/infiniband/uverbs0";
+  img.queues = {{3, 4, 0x3000, 0x1000}, {1, 1, 0x1000, 0x2000}};
+  img.dump = {1, 2, 3, 4, 5, 6, 7, 8};
+  return img;
+}
+
+TEST(PluginImage, ContextRoundTrip) {
+  std::string why;
+  auto back = decode(encode(sample_context()), &why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->kind, ImageKind::Context);
+  EXPECT_EQ(back->ctx_id, 33u);
+  EXPECT_EQ(back->device, "rxe0");
+  EXPECT_EQ(back->cdev_path, "/dev/infiniband/uverbs0");
+  ASSERT_EQ(back->queues.size(), 2u);
+  EXPECT_EQ(back->queues[0].which, 3u);
+  EXPECT_EQ(back->queues[0].handle, 4u);
+  EXPECT_EQ(back->queues[0].offset, 0x3000u);
+  EXPECT_EQ(back->queues[1].size, 0x2000u);
+  EXPECT_EQ(back->dump, sample_context().dump);
+}
+
+TEST(PluginImage, EventRoundTrip) {
+  Image img;
+  img.kind = ImageKind::Event;
+  img.ctx_id = 33;
+  img.evt_type = 7;
+  img.evt_handle = 0xdeadbeef;
+  std::string why;
+  auto back = decode(encode(img), &why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->kind, ImageKind::Event);
+  EXPECT_EQ(back->evt_type, 7u);
+  EXPECT_EQ(back->evt_handle, 0xdeadbeefu);
+  EXPECT_TRUE(back->dump.empty());
+}
+
+TEST(PluginImage, LongDeviceNameIsCutNotOverflowed) {
+  Image img = sample_context();
+  img.device = std::string(200, 'x');
+  std::string why;
+  auto back = decode(encode(img), &why);
+  ASSERT_TRUE(back) << why;
+  EXPECT_EQ(back->device, std::string(63, 'x'));
+}
+
+TEST(PluginImage, RefusesWhatItCannotTrust) {
+  std::vector<uint8_t> good = encode(sample_context());
+  std::string why;
+
+  EXPECT_FALSE(decode({1, 2, 3}, &why));
+  EXPECT_EQ(why, "shorter than its header");
+
+  auto bad = good;
+  bad[0] = 'X';
+  EXPECT_FALSE(decode(bad, &why));
+  EXPECT_EQ(why, "bad magic");
+
+  bad = good;
+  bad[4] = 9;  // version
+  EXPECT_FALSE(decode(bad, &why));
+  EXPECT_NE(why.find("image version 9"), std::string::npos);
+
+  bad = good;
+  bad[8] = 5;  // kind
+  EXPECT_FALSE(decode(bad, &why));
+  EXPECT_NE(why.find("unknown kind"), std::string::npos);
+
+  bad = good;
+  bad.pop_back();  // truncated dump
+  EXPECT_FALSE(decode(bad, &why));
+  EXPECT_NE(why.find("does not match"), std::string::npos);
+
+  bad = good;
+  bad[24] = 200;  // nqueues far beyond the bytes there are
+  EXPECT_FALSE(decode(bad, &why));
+}
+
+TEST(PluginImage, NameIsPerCriuFileId) { EXPECT_EQ(image_name(33), "crx-verbs-33.img"); }
+
+}  // namespace
+}  // namespace crx::verbs_plugin

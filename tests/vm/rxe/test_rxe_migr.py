@@ -132,11 +132,13 @@ class RxeMigrTest(VmTestCase):
             # outlasts its whole retry budget (4 x 2.1 s)
             time.sleep(12)
             if take_first:
+                # dump: 16-byte header, then records {type, len, handle,
+                # reserved, u64 user_handle} + body; a QP body starts with qpn
                 rc, qpn, err = tb.run(2, f"python3 -c \"import struct;"
                                       f"d=open('{dump}','rb').read();o=16\n"
                                       f"while struct.unpack_from('<I',d,o)[0]!=5:"
                                       f" o+=struct.unpack_from('<I',d,o+4)[0]\n"
-                                      f"print(struct.unpack_from('<I',d,o+16)[0])\"")
+                                      f"print(struct.unpack_from('<I',d,o+24)[0])\"")
                 self.assertEqual(rc, 0, err)
                 holder = tb.spawn(2, self.t(f"take --qpn {int(qpn)}"))
                 time.sleep(3)

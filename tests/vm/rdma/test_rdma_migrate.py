@@ -119,18 +119,19 @@ class RdmaMigrateTest(VmTestCase):
             json.dump(spec, f, indent=1)
         return b
 
-    def start_pair(self, cid, port, count, rate, seq_args=""):
+    def start_pair(self, cid, port, count, rate, seq_args="", recv_args=""):
         """Receiver container on g0, sender process on g1; returns the
         sender's handle once the receiver is connected and ready."""
-        b = self.make_bundle(cid, port, seq_args)
+        b = self.make_bundle(cid, port, f"{seq_args} {recv_args}")
         self.sh(self.tb, 0, f"{CRX} run -d -b {b} {cid} </dev/null >/dev/null 2>&1", timeout=300)
         sh = self.tb.spawn(1, f"{SEQ} send --connect {self.tb.ip(0)} --port {port} "
                               f"--count {count} --rate {rate} --stall-timeout 0 --progress 5 "
                               f"{seq_args} 2>/tmp/{cid}.send.err")
         deadline = time.monotonic() + 180
         while not os.path.exists(self.out(cid + ".ready")):
-            if time.monotonic() > deadline:
-                self.fail(f"receiver not ready: {self.read(cid + '.err')}")
+            if time.monotonic() > deadline or sh.done.is_set():
+                self.fail(f"receiver not ready: {self.read(cid + '.err')}\nsender: {sh.result} "
+                          + self.tb.run(1, f"cat /tmp/{cid}.send.err")[1])
             time.sleep(0.5)
         return sh
 
@@ -183,7 +184,7 @@ class RdmaMigrateTest(VmTestCase):
             self.assertEqual(rsum[key], 0, f"{key}: {rsum}")
         self.assertEqual(rsum["qps"], qps)
         self.assertEqual(rsum["messages"], ssum["messages"], "every message received exactly once")
-        self.assertEqual(ssum["messages"], count)
+        self.assertEqual(ssum["messages"], count * qps)
         # The container's process has exited: the container is stopped.
         deadline = time.monotonic() + 60
         while self.state(k, cid) != "stopped" and time.monotonic() < deadline:
@@ -206,8 +207,9 @@ class RdmaMigrateTest(VmTestCase):
             time.sleep(0.5)
         self.fail("crx receive did not start listening")
 
-    def migrate(self, cid, src, dst):
-        """crx migrate cid from guest src to guest dst; returns the report."""
+    def try_migrate(self, cid, src, dst):
+        """crx migrate cid from guest src to guest dst (crx receive --once
+        there): (rc, stdout, stderr, receiver rc, receiver log, seconds)."""
         log = f"/tmp/receive-{cid}-{dst}.log"
         rh = self.start_receive(dst, log)
         t = time.monotonic()
@@ -215,7 +217,13 @@ class RdmaMigrateTest(VmTestCase):
                                         f"--key /tmp/key --format json", timeout=900)
         took = time.monotonic() - t
         rrc, rout, rerr = self.tb.wait(rh, timeout=300)
-        rlog = self.tb.run(dst, f"cat {log}")[1]
+        rlog = rout + self.tb.run(dst, f"cat {log}")[1]
+        return rc, out, err, rrc, rlog, took
+
+    def migrate(self, cid, src, dst):
+        """crx migrate cid from guest src to guest dst; returns the report."""
+        rc, out, err, rrc, rlog, took = self.try_migrate(cid, src, dst)
+        rout = ""
         self.assertEqual(rc, 0, f"migrate g{src}->g{dst} failed:\n{out}\n{err}\n"
                                 f"receiver ({rrc}):\n{rout}\n{rlog}")
         self.assertEqual(rrc, 0, f"receiver:\n{rout}\n{rlog}")
@@ -252,6 +260,77 @@ class RdmaMigrateTest(VmTestCase):
         self.assertEqual(rep["verbs"]["objects"]["qp"], 1, f"the report's verbs part: {rep}")
         n = self.wait_progress(cid, n + 100)
         self.migrate(cid, 2, 0)
+        self.wait_progress(cid, n + 100)
+        self.finish(cid, sender, count)
+
+    def migrate_once(self, cid, port, qps, recv_args):
+        count = 3200 // qps
+        sender = self.start_pair(cid, port, count, 100, f"--qps {qps}", recv_args)
+        n = self.wait_progress(cid, 200)
+        rep = self.migrate(cid, 0, 2)
+        self.assertEqual(rep["verbs"]["objects"]["qp"], qps, rep)
+        self.wait_progress(cid, n + 100)
+        self.finish(cid, sender, count, qps=qps, k=2)
+
+    def test_3a_sixteen_qps_migrate(self):
+        self.migrate_once("seq3a", 18631, 16, "")
+
+    def test_3b_sixteen_qps_on_an_srq_migrate(self):
+        self.migrate_once("seq3b", 18632, 16, "--srq")
+
+    def assert_source_carries_on(self, cid, rc, out, err, rlog):
+        """After a failed migration: one copy, running on g0, counting on."""
+        print(f"crx migrate ({rc}):\n{out}{err}\nreceiver:\n{rlog}", flush=True)
+        self.assertNotEqual(rc, 0, "the migration must fail")
+        self.assertEqual(self.state(0, cid), "running", "the source must run on")
+        self.assertIsNone(self.state(2, cid), "no copy on the destination")
+
+    def test_4_destination_without_patched_module_is_refused(self):
+        cid, count = "seq4", 2000
+        # g2 gets Debian's stock rdma_rxe (kept beside the patched one by
+        # rxe-patches/build.sh), which crx rdma setup must refuse too
+        stock = "/lib/modules/$(uname -r)/stock/rdma_rxe.ko.stock"
+        swap = ("rdma link delete rxe0 && rmmod rdma_rxe && insmod {mod} && "
+                "rdma link add rxe0 type rxe netdev eth0")
+        self.sh(self.tb, 2, swap.format(mod=stock))
+        try:
+            rc, out, err = self.tb.run(2, f"{CRX} rdma setup")
+            self.assertNotEqual(rc, 0, f"crx rdma setup took the stock module:\n{out}{err}")
+            self.assertIn("not crx's patched module", err)
+            sender = self.start_pair(cid, 18604, count, 100)
+            n = self.wait_progress(cid, 200)
+            rc, out, err, rrc, rlog, took = self.try_migrate(cid, 0, 2)
+            self.assert_source_carries_on(cid, rc, out, err, rlog)
+            errors = [line for line in err.splitlines() if line.strip()]
+            self.assertEqual(len(errors), 1, f"one line: {err}")
+            self.assertIn("rdma_rxe", errors[0])
+            self.assertNotIn("freeze", out + err, "refused before the freeze")
+            self.wait_progress(cid, n + 100)
+        finally:
+            print(self.sh(self.tb, 2, "rdma link delete rxe0; rmmod rdma_rxe; "
+                                      f"{CRX} rdma setup && {CRX} rdma status"), flush=True)
+        self.finish(cid, sender, count)
+
+    def test_5_failed_restore_on_the_destination_rolls_back(self):
+        """The destination's CRIU finds no plugin (its dir hidden under an
+        empty tmpfs in g2 only): its restore fails after the source was
+        frozen and dumped; the source's QPs resume, it thaws, the partner
+        completes."""
+        cid, count = "seq5", 3000
+        plugins = os.path.join(BUILD, "criu-plugins")
+        self.sh(self.tb, 2, f"mount -t tmpfs none {plugins}")
+        try:
+            sender = self.start_pair(cid, 18605, count, 100)
+            n = self.wait_progress(cid, 200)
+            rc, out, err, rrc, rlog, took = self.try_migrate(cid, 0, 2)
+            self.assert_source_carries_on(cid, rc, out, err, rlog)
+            self.assertIn("rolled back", (out + err).lower())
+            report = json.loads(out.strip().splitlines()[-1])
+            phases = [p["name"] for p in report["phases"]]
+            self.assertIn("freeze", phases, "it must fail in the restore, after the freeze")
+            self.assertIn("restore", report.get("error", "") + err, report)
+        finally:
+            self.sh(self.tb, 2, f"umount {plugins}")
         self.wait_progress(cid, n + 100)
         self.finish(cid, sender, count)
 

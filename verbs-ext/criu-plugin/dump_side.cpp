@@ -14,15 +14,6 @@
 namespace crx::verbs_plugin {
 namespace {
 
-// ibv_dump_context only uses cmd_fd: a zeroed context around our copy
-struct FdContext {
-  struct ibv_context ctx;
-  explicit FdContext(int fd) {
-    std::memset(&ctx, 0, sizeof(ctx));
-    ctx.cmd_fd = fd;
-  }
-};
-
 const char* type_name(uint32_t type) {
   switch (type) {
     case RXE_MIGR_OBJ_PD: return "pd";

@@ -1,6 +1,7 @@
 // Small file and fd helpers of the plugin: what a file descriptor is,
 // the plugin's files in CRIU's images dir, timing.
 #pragma once
+#include <infiniband/verbs.h>
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -31,5 +32,12 @@ int write_image_file(const std::string& name, const void* data, size_t len);
 bool image_file_exists(const std::string& name);
 
 double now_ms();
+
+// A zeroed ibv_context around an fd of a uverbs file: all that the
+// checkpointer calls of libverbs-ext use (they only read cmd_fd).
+struct FdContext {
+  struct ibv_context ctx {};
+  explicit FdContext(int fd) { ctx.cmd_fd = fd; }
+};
 
 }  // namespace crx::verbs_plugin

@@ -61,16 +61,6 @@ void destroy_all(std::vector<Created>& made) {
   made.clear();
 }
 
-// A zeroed context around an fd of a uverbs file (what the checkpointer
-// calls of libverbs-ext need).
-struct FdContext {
-  struct ibv_context ctx;
-  explicit FdContext(int fd) {
-    std::memset(&ctx, 0, sizeof(ctx));
-    ctx.cmd_fd = fd;
-  }
-};
-
 }  // namespace
 
 int TaskRestorer::restore_file(uint32_t id) {

@@ -11,7 +11,7 @@
  * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
  * RXE_MIGR_ABI_VERSION, otherwise the method fails with EINVAL.
  *
- * Dump format (version 3), all fields host-endian, records 8-byte aligned:
+ * Dump format (version 4), all fields host-endian, records 8-byte aligned:
  *
  *   struct rxe_migr_dump_hdr             magic, version, count, total_len
  *   count x {
@@ -45,8 +45,8 @@
  * the context's event files and answers with the record type and handle.
  * CQ records name their channel by that handle.
  *
- * Versions 1 (no event file records, CQ without notify state) and 2 (no
- * user handles) are refused.
+ * Versions 1 (no event file records, CQ without notify state), 2 (no
+ * user handles) and 3 (no event counts) are refused.
  * Ring data is the whole element array of the queue (num_elem * elem_size),
  * i.e. struct rxe_queue_buf.data of <rdma/rdma_user_rxe.h>; the indices are
  * in struct rxe_migr_queue.
@@ -57,7 +57,7 @@
 #include <linux/types.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 
-#define RXE_MIGR_ABI_VERSION	3
+#define RXE_MIGR_ABI_VERSION	4
 #define RXE_MIGR_MAGIC		0x474d5852u	/* "RXMG" little endian */
 
 /* methods of UVERBS_OBJECT_DEVICE in the driver namespace */
@@ -189,7 +189,9 @@ struct rxe_migr_rec_hdr {
 	__u32 type;		/* enum rxe_migr_obj_type */
 	__u32 len;		/* bytes including this header, multiple of 8 */
 	__u32 handle;		/* uverbs handle (uobject id) */
-	__u32 reserved;
+	__u32 events_reported;	/* CQ, SRQ, QP: async events of the object
+				 * the process has read (ib_uverbs' count,
+				 * returned by a destroy) */
 	__u64 user_handle;	/* CQ, SRQ, QP: the value the process's library
 				 * gave at create time, returned in events */
 };
@@ -243,6 +245,9 @@ struct rxe_migr_cq {
 	__u32 notify;		/* enum rxe_migr_cq_notify */
 	__u32 comp_events_pending;	/* events of this CQ queued on the
 					 * channel, not yet read */
+	__u32 comp_events_reported;	/* completion events of this CQ the
+					 * process has read */
+	__u32 reserved;
 	struct rxe_migr_queue queue;
 };
 
@@ -345,6 +350,10 @@ enum rxe_migr_queue_which {
 #define RXE_MIGR_RESTORE_CQ_EVENT	(1u << 1)
 /* set the object's user handle (returned in its events) to user_handle */
 #define RXE_MIGR_RESTORE_USER_HANDLE	(1u << 2)
+/* set the counts of events the process has read (events_reported, and
+ * comp_events_reported of a CQ) as dumped: libibverbs waits at destroy
+ * until its count of acknowledged events equals them */
+#define RXE_MIGR_RESTORE_EVENT_COUNTS	(1u << 3)
 
 struct rxe_migr_restore_queue {
 	__u32 version;
@@ -353,6 +362,8 @@ struct rxe_migr_restore_queue {
 	__u32 offset;		/* into the ring data */
 	struct rxe_migr_queue queue;	/* as dumped */
 	__u64 user_handle;	/* with RXE_MIGR_RESTORE_USER_HANDLE */
+	__u32 events_reported;		/* with RXE_MIGR_RESTORE_EVENT_COUNTS */
+	__u32 comp_events_reported;	/* with RXE_MIGR_RESTORE_EVENT_COUNTS */
 	/* followed by ring bytes for [offset, offset + n) */
 };
 

@@ -5,7 +5,6 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -217,7 +216,7 @@ int TaskRestorer::restore_context(uint32_t ctx_id) {
     a.record = c.rec;
     // the late hook resumes; the process's memory (CRIU's) expects its
     // own pointers in the events
-    a.flags = IBV_MIGR_RESTORE_NO_RESUME | IBV_MIGR_RESTORE_USER_HANDLE;
+    a.flags = IBV_MIGR_RESTORE_NO_RESUME | IBV_MIGR_RESTORE_USER_HANDLE | IBV_MIGR_RESTORE_EVENT_COUNTS;
     err = ibv_restore_object(ctx, &c.obj, static_cast<int>(c.type), IBV_RESTORE_REFILL, &a,
                              sizeof(a));
     if (err) {
@@ -358,48 +357,6 @@ int resuming_qps(struct ibv_context* ctx) {
   return err ? err : waiting;
 }
 
-// libibverbs' destroy of a CQ, QP or SRQ waits until the process has acked
-// as many events as the kernel says it read from the object
-// (comp/async_events_completed in the public struct vs. the destroy
-// response's *_events_reported). The recreated kernel objects count from
-// 0, the process's structs still held the counts from before the dump, so
-// a restored process hung for ever in ibv_destroy_cq at exit. Reset the
-// process's counts to the kernel's 0. Complete only if every event read
-// before the dump was acked: events read but not yet acked (batched
-// ibv_ack_cq_events, as crx-verbs-seq does) are acked later and the counts
-// differ again; rdma_rxe's dump does not carry the kernel's count to fix
-// that. Events still queued were re-queued on the new objects and count
-// there. The user handle is the address of the process's struct ibv_cq /
-// ibv_qp / ibv_srq.
-void reset_event_counts(int pid, const rxe_migr_rec_hdr* r) {
-  size_t off, len;
-  switch (r->type) {
-    case RXE_MIGR_OBJ_CQ:
-      off = offsetof(struct ibv_cq, comp_events_completed);
-      len = offsetof(struct ibv_cq, async_events_completed) + sizeof(uint32_t) - off;
-      break;
-    case RXE_MIGR_OBJ_QP:
-      off = offsetof(struct ibv_qp, events_completed);
-      len = sizeof(uint32_t);
-      break;
-    case RXE_MIGR_OBJ_SRQ:
-      off = offsetof(struct ibv_srq, events_completed);
-      len = sizeof(uint32_t);
-      break;
-    default:
-      return;
-  }
-  if (!r->user_handle) return;
-  uint32_t zeros[2] = {0, 0};
-  struct iovec local = {zeros, len};
-  struct iovec remote = {reinterpret_cast<void*>(r->user_handle + off), len};
-  if (process_vm_writev(pid, &local, 1, &remote, 1, 0) != static_cast<ssize_t>(len)) {
-    // not fatal: the process runs correctly, only its destroy may wait
-    log_error("pid " + std::to_string(pid) + ": resetting the event counts of " + kind_of(r->type) +
-              " handle " + std::to_string(r->handle) + ": " + strerror(errno));
-  }
-}
-
 int finish_context(int pid, int fd, LateStats* st) {
   FdContext c(fd);
   double t0 = now_ms();
@@ -439,9 +396,6 @@ int finish_context(int pid, int fd, LateStats* st) {
     st->mrs_pinned++;
     st->mr_bytes_pinned += mr->length;
   }
-  if (err) return err;
-  for (r = nullptr; (r = ibv_migr_next_record(buf.data(), static_cast<size_t>(n), r, &err));)
-    reset_event_counts(pid, r);
   if (err) return err;
   double t2 = now_ms();
   st->pin_ms += t2 - t1;

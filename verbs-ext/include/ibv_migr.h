@@ -94,6 +94,12 @@ enum ibv_restore_cmd {
 						 * library, valid when the
 						 * checkpointer restored its
 						 * memory) */
+#define IBV_MIGR_RESTORE_EVENT_COUNTS (1u << 4)	/* REFILL of a CQ, SRQ or
+						 * QP: the counts of its
+						 * events the process has
+						 * read are the dumped ones
+						 * (its library compares
+						 * them at destroy) */
 
 struct ibv_restore_args {
 	const struct rxe_migr_rec_hdr *record;	/* from the dump */

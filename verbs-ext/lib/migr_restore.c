@@ -265,18 +265,39 @@ static int create_event_file(struct ibv_context *ctx, void **obj, int type)
 	return 0;
 }
 
-/* The dumped user handle, when the process's own memory is restored
- * (IBV_MIGR_RESTORE_USER_HANDLE): events must carry its pointers. */
-static const uint64_t *dumped_user_handle(const struct ibv_restore_args *a)
+/* What the owner of a queue (CQ, SRQ, QP) gets back besides its ring, set
+ * with the ring's last chunk: when the process's own memory is restored,
+ * its events must carry the library's pointer (IBV_MIGR_RESTORE_USER_HANDLE)
+ * and the counts of events it has read must match the library's
+ * (IBV_MIGR_RESTORE_EVENT_COUNTS). */
+struct owner_state {
+	uint32_t flags;		/* RXE_MIGR_RESTORE_* */
+	uint64_t user_handle;
+	uint32_t events_reported;
+	uint32_t comp_events_reported;
+};
+
+static struct owner_state dumped_owner(const struct ibv_restore_args *a,
+				       uint32_t comp_events_reported)
 {
-	return a->flags & IBV_MIGR_RESTORE_USER_HANDLE ?
-		(const uint64_t *)&a->record->user_handle : NULL;
+	struct owner_state o = { 0 };
+
+	if (a->flags & IBV_MIGR_RESTORE_USER_HANDLE) {
+		o.flags |= RXE_MIGR_RESTORE_USER_HANDLE;
+		o.user_handle = a->record->user_handle;
+	}
+	if (a->flags & IBV_MIGR_RESTORE_EVENT_COUNTS) {
+		o.flags |= RXE_MIGR_RESTORE_EVENT_COUNTS;
+		o.events_reported = a->record->events_reported;
+		o.comp_events_reported = comp_events_reported;
+	}
+	return o;
 }
 
 static int restore_queue(struct ibv_context *ctx, uint32_t which,
 			 uint16_t handle_attr, uint32_t handle,
 			 const struct rxe_migr_queue *q, const uint8_t *data,
-			 uint32_t last_flags, const uint64_t *user_handle)
+			 uint32_t last_flags, const struct owner_state *owner)
 {
 	struct rxe_migr_restore_queue *req;
 	uint32_t off = 0;
@@ -299,12 +320,11 @@ static int restore_queue(struct ibv_context *ctx, uint32_t which,
 		req->offset = off;
 		req->queue = *q;
 		if (off + n == q->data_len) {
-			/* the object's events carry the process's pointer */
-			req->flags = RXE_MIGR_RESTORE_SET_INDICES | last_flags;
-			if (user_handle) {
-				req->flags |= RXE_MIGR_RESTORE_USER_HANDLE;
-				req->user_handle = *user_handle;
-			}
+			req->flags = RXE_MIGR_RESTORE_SET_INDICES | last_flags |
+				     owner->flags;
+			req->user_handle = owner->user_handle;
+			req->events_reported = owner->events_reported;
+			req->comp_events_reported = owner->comp_events_reported;
 		}
 		memcpy(req + 1, data + off, n);
 		migr_call_init(&c, RXE_MIGR_METHOD_RESTORE_QUEUE);
@@ -315,6 +335,47 @@ static int restore_queue(struct ibv_context *ctx, uint32_t which,
 	} while (!err && off < q->data_len);
 	free(req);
 	return err;
+}
+
+/* With IBV_MIGR_RESTORE_EVENT_COUNTS the kernel now counts events this
+ * library instance never acked: make its counts agree, so that the caller
+ * can still destroy the object (a failed restore) without waiting for
+ * ever.  The restored process's own library gets its counts back with
+ * its memory. */
+static void agree_event_counts(void *obj, int type,
+			       const struct ibv_restore_args *a)
+{
+	const struct rxe_migr_rec_hdr *h = a->record;
+	pthread_mutex_t *mutex;
+	uint32_t *async;
+
+	if (!(a->flags & IBV_MIGR_RESTORE_EVENT_COUNTS))
+		return;
+	switch (type) {
+	case IBV_MIGR_OBJ_CQ: {
+		struct ibv_cq *cq = obj;
+
+		pthread_mutex_lock(&cq->mutex);
+		cq->comp_events_completed =
+			((const struct rxe_migr_cq *)(h + 1))->comp_events_reported;
+		cq->async_events_completed = h->events_reported;
+		pthread_mutex_unlock(&cq->mutex);
+		return;
+	}
+	case IBV_MIGR_OBJ_SRQ:
+		mutex = &((struct ibv_srq *)obj)->mutex;
+		async = &((struct ibv_srq *)obj)->events_completed;
+		break;
+	case IBV_MIGR_OBJ_QP:
+		mutex = &((struct ibv_qp *)obj)->mutex;
+		async = &((struct ibv_qp *)obj)->events_completed;
+		break;
+	default:
+		return;
+	}
+	pthread_mutex_lock(mutex);
+	*async = h->events_reported;
+	pthread_mutex_unlock(mutex);
 }
 
 static int move_qp(struct ibv_qp *qp, const struct rxe_migr_qp *r)
@@ -370,6 +431,7 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 {
 	const struct rxe_migr_qp *r = (const void *)(a->record + 1);
 	const uint8_t *rings = (const uint8_t *)(r + 1);
+	struct owner_state owner = dumped_owner(a, 0);
 	struct rxe_migr_restore_qp req;
 	struct migr_call c;
 	int err;
@@ -380,13 +442,15 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 	err = move_qp(qp, r);
 	if (err)
 		return err;
+	/* the send queue (always there) carries the owner's state */
 	err = restore_queue(ctx, RXE_MIGR_Q_SQ, RXE_MIGR_ATTR_QP_HANDLE,
-			    qp->handle, &r->sq, rings, 0,
-			    dumped_user_handle(a));
-	if (!err)
-		err = restore_queue(ctx, RXE_MIGR_Q_RQ, RXE_MIGR_ATTR_QP_HANDLE,
-				    qp->handle, &r->rq, rings + r->sq.data_len,
-				    0, dumped_user_handle(a));
+			    qp->handle, &r->sq, rings, 0, &owner);
+	if (err)
+		return err;
+	agree_event_counts(qp, IBV_MIGR_OBJ_QP, a);
+	owner.flags = 0;
+	err = restore_queue(ctx, RXE_MIGR_Q_RQ, RXE_MIGR_ATTR_QP_HANDLE,
+			    qp->handle, &r->rq, rings + r->sq.data_len, 0, &owner);
 	if (err || r->qp_state != IBV_QPS_RTS)
 		return err;
 
@@ -404,17 +468,19 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 /* ring and indices; then the CQ is armed as it was, and an event the
  * process had not read at dump time is queued on its channel again */
 static int refill_cq(struct ibv_context *ctx, struct ibv_cq *cq,
-		     const struct rxe_migr_cq *r, const uint64_t *user_handle)
+		     const struct rxe_migr_cq *r, const struct ibv_restore_args *a)
 {
+	struct owner_state owner = dumped_owner(a, r->comp_events_reported);
 	uint32_t event = r->comp_events_pending && cq->channel ?
 		RXE_MIGR_RESTORE_CQ_EVENT : 0;
 	int err;
 
 	err = restore_queue(ctx, RXE_MIGR_Q_CQ, RXE_MIGR_ATTR_CQ_HANDLE,
 			    cq->handle, &r->queue, (const uint8_t *)(r + 1),
-			    event, user_handle);
+			    event, &owner);
 	if (err)
 		return err;
+	agree_event_counts(cq, IBV_MIGR_OBJ_CQ, a);
 	switch (r->notify) {
 	case RXE_MIGR_CQ_NOTIFY_NONE:
 		return 0;
@@ -438,15 +504,19 @@ static int refill(struct ibv_context *ctx, void *obj, int type,
 	case IBV_MIGR_OBJ_MR:
 		return 0;
 	case IBV_MIGR_OBJ_CQ:
-		return refill_cq(ctx, obj, body, dumped_user_handle(a));
+		return refill_cq(ctx, obj, body, a);
 	case IBV_MIGR_OBJ_SRQ: {
 		const struct rxe_migr_srq *r = body;
+		struct owner_state owner = dumped_owner(a, 0);
+		int err;
 
-		return restore_queue(ctx, RXE_MIGR_Q_SRQ,
-				     RXE_MIGR_ATTR_SRQ_HANDLE,
-				     ((struct ibv_srq *)obj)->handle, &r->queue,
-				     (const uint8_t *)(r + 1), 0,
-				     dumped_user_handle(a));
+		err = restore_queue(ctx, RXE_MIGR_Q_SRQ,
+				    RXE_MIGR_ATTR_SRQ_HANDLE,
+				    ((struct ibv_srq *)obj)->handle, &r->queue,
+				    (const uint8_t *)(r + 1), 0, &owner);
+		if (!err)
+			agree_event_counts(obj, IBV_MIGR_OBJ_SRQ, a);
+		return err;
 	}
 	case IBV_MIGR_OBJ_QP:
 		return refill_qp(ctx, obj, a);

@@ -1090,6 +1090,14 @@ static int do_evfds(void)
 		ev_post_recv(&e, q.a, i);
 		ev_post_recv(&e, q.b, EV_SLOTS + i);
 	}
+	/* cq1 delivered one event, read and acked, before the dump: ib_uverbs'
+	 * count of it must survive, libibverbs compares it at destroy */
+	if (ibv_req_notify_cq(q.cq1, 0))
+		die("req_notify_cq");
+	ev_send(&e, q.b, 9);
+	ev_drain_sends(q.cq3, 1);
+	ev_expect_event(q.ch1, q.cq1, "b -> a before the dump");
+	ev_expect_recv(&e, q.cq1, qpn_b, 9, "message b -> a before the dump");
 	/* both receive CQs armed; a -> b fires cq2's event, left unread */
 	if (ibv_req_notify_cq(q.cq1, 0) || ibv_req_notify_cq(q.cq2, 0))
 		die("req_notify_cq");
@@ -1138,9 +1146,11 @@ static int do_evfds(void)
 		die("CQ channels %u %u %u, expected %u %u none", c1->comp_channel,
 		    c2->comp_channel, c3->comp_channel, h1, h2);
 	if (c1->notify != RXE_MIGR_CQ_NOTIFY_NEXT || c2->notify != RXE_MIGR_CQ_NOTIFY_NONE ||
-	    c1->comp_events_pending != 0 || c2->comp_events_pending != 1)
-		die("CQ notify %u/%u pending %u/%u", c1->notify, c2->notify,
-		    c1->comp_events_pending, c2->comp_events_pending);
+	    c1->comp_events_pending != 0 || c2->comp_events_pending != 1 ||
+	    c1->comp_events_reported != 1 || c2->comp_events_reported != 0)
+		die("CQ notify %u/%u pending %u/%u read %u/%u", c1->notify,
+		    c2->notify, c1->comp_events_pending, c2->comp_events_pending,
+		    c1->comp_events_reported, c2->comp_events_reported);
 	ev_check_fds(e.ctx, &q, h1, h2, h_async);
 	printf("DUMPED %d records; channel handles %u (fd %d) and %u (fd %d), "
 	       "async %u (fd %d)\n", count, h1, q.ch1->fd, h2, q.ch2->fd, h_async,
@@ -1190,7 +1200,8 @@ static int do_evfds(void)
 		k++;
 	}
 	for (rec = NULL; !err && (rec = ibv_migr_next_record(dump, len, rec, &err));) {
-		struct ibv_restore_args a = { .record = rec };
+		struct ibv_restore_args a = { .record = rec,
+			.flags = IBV_MIGR_RESTORE_EVENT_COUNTS };
 		void *obj = find(objs, k, rec->type, rec->handle);
 
 		err = ibv_restore_object(n.ctx, &obj, rec->type, IBV_RESTORE_REFILL,
@@ -1244,6 +1255,11 @@ static int do_evfds(void)
 	ev_expect_recv(&e, n.cq2, qpn_a, 3, "message a -> b after restore");
 	ev_expect_quiet(n.ch1, "a -> b");
 	ev_drain_sends(n.cq3, 2);
+	/* the kernel's counts of events read went on from the dumped ones:
+	 * a destroy returns (libibverbs waits until its acked counts match) */
+	if (ibv_destroy_qp(n.a) || ibv_destroy_qp(n.b) || ibv_destroy_cq(n.cq1) ||
+	    ibv_destroy_cq(n.cq2) || ibv_destroy_cq(n.cq3))
+		die("destroying the restored QPs and CQs");
 	printf("OK event fds identified; events arrive on the restored channels of the right CQs\n");
 	return 0;
 }

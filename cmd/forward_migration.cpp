@@ -6,12 +6,12 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <string>
 
 #include "cli.hpp"
+#include "common/fs.hpp"
 
 namespace crx::cmd {
 
@@ -33,18 +33,8 @@ constexpr Forwarded kForwarded[] = {
     {"rdma", "set up and show this node's SoftRoCE for migration (crx's rdma_rxe)"},
 };
 
-// The directory of the running executable, from /proc/self/exe.
-std::string own_directory() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string path(buf, static_cast<size_t>(n));
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
-
 [[noreturn]] void exec_helper(const std::string& command, char** argv) {
-  std::string dir = own_directory();
+  std::string dir = executable_directory();
   if (!dir.empty()) {
     std::string next_to_us = dir + "/" + kHelper;
     ::execv(next_to_us.c_str(), argv);

@@ -5,23 +5,14 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "common/unique_fd.hpp"
 
 namespace crx::checkpoint {
 namespace {
-
-std::string exe_directory() {
-  char buf[PATH_MAX];
-  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
-  if (n <= 0) return {};
-  std::string path(buf, static_cast<size_t>(n));
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash);
-}
 
 bool is_directory(const std::string& path) {
   struct stat st{};
@@ -42,7 +33,7 @@ std::string choose_criu_plugin_dir(const char* env, const std::string& exe_dir,
 }
 
 std::string criu_plugin_dir() {
-  return choose_criu_plugin_dir(std::getenv(kCriuLibdirEnv), exe_directory(), is_directory);
+  return choose_criu_plugin_dir(std::getenv(kCriuLibdirEnv), executable_directory(), is_directory);
 }
 
 std::string write_criu_config(int dir_fd, const std::string& libdir) {

@@ -22,5 +22,8 @@ void mkdir_p(const std::string& path, mode_t mode = 0755);
 bool path_exists(const std::string& path);
 // rm -rf for a state directory (does not cross mount points).
 void remove_tree(const std::string& path);
+// The directory of the running executable (/proc/self/exe), "" if unknown:
+// where crx finds what is installed beside it.
+std::string executable_directory();
 
 }  // namespace crx

@@ -13,6 +13,7 @@ packages="cmake g++ ninja-build pkg-config
   busybox-static runc crun criu iptables iproute2 procps psmisc util-linux
   qemu-system-x86 kmod cpio xz-utils rdma-core ibverbs-utils libibverbs-dev perftest
   bc flex bison libelf-dev dwarves linux-source-6.1
+  python3-matplotlib
   containerd umoci bsdutils python3 hyperfine time"
 missing=""
 for p in $packages; do

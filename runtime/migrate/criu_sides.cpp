@@ -9,6 +9,7 @@
 #include <optional>
 #include <thread>
 
+#include "checkpoint/carried_state.hpp"
 #include "checkpoint/child_process.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "common/error.hpp"
@@ -74,9 +75,12 @@ std::string bundle_config_hash(const std::string& bundle) {
   return sha256_file(bundle + "/config.json");
 }
 
-CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags)
-    : g_(std::move(g)), id_(std::move(id)), tcp_established_(flags.tcp_established) {
+CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
+                       bool kill_exec)
+    : g_(std::move(g)), id_(std::move(id)), tcp_established_(flags.tcp_established),
+      kill_exec_(kill_exec) {
   src_ = checkpoint::prepare_source(g_, id_, flags);
+  left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
 }
 
 void CriuSource::run_dump(
@@ -105,15 +109,26 @@ void CriuSource::pre_dump(const std::string& images_dir, const std::string& pare
   run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log", false);
 }
 
-void CriuSource::freeze() { checkpoint::freeze_container(g_, id_); }
+void CriuSource::freeze() {
+  checkpoint::freeze_container(g_, id_);
+  // Frozen: the set cannot change any more. A refusal here rolls back
+  // (resume() thaws the source).
+  left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
+}
 
 void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd) {
   // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
   // puts it back to frozen after the dump instead of letting it run.
+  // What CRIU does not carry goes with the images (streamed like them).
+  checkpoint::write_carried_state(images_dir,
+                                  checkpoint::carried_state_of(src_.state, src_.paused));
   run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true);
 }
 
-void CriuSource::resume() { checkpoint::thaw_container(g_, id_); }
+void CriuSource::resume() {
+  if (src_.paused) return;  // paused before the migration: stays paused
+  checkpoint::thaw_container(g_, id_);
+}
 
 void CriuSource::destroy() {
   // The connections run on at the destination: the source's copies must
@@ -172,6 +187,7 @@ int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
   // The verbs plugin leaves restored QPs stopped; VerbsDestination resumes
   // them after the commit (a rolled-back copy never talks to a partner).
   r.defer_verbs_resume = true;
+  r.carried_pid_file = true;  // the pid file the source's creator named
   int pid = checkpoint::restore_container(g_, m.id, r);
   restored_.insert(m.id);
   return pid;

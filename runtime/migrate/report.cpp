@@ -139,6 +139,12 @@ std::string MigrationReport::to_text() const {
                 human_bytes(rootfs_bytes).c_str(), human_bytes(wire_bytes).c_str(),
                 downtime_seconds, total_seconds);
   out += buf;
+  if (paused) out += "  paused: moved paused, stays paused (crx resume " + id + ")\n";
+  if (!left_out.empty()) {
+    std::string l;
+    for (const auto& p : left_out) l += (l.empty() ? "" : ", ") + p;
+    out += "  left behind (--kill-exec), killed with the source: " + l + "\n";
+  }
   if (verbs) out += verbs_text(*verbs);
   return out;
 }
@@ -167,6 +173,8 @@ std::string MigrationReport::to_json() const {
                 {"control_link", wire_bytes}};
   j["downtime_seconds"] = downtime_seconds;
   j["total_seconds"] = total_seconds;
+  if (paused) j["paused"] = true;
+  if (!left_out.empty()) j["left_out"] = left_out;
   if (verbs) j["verbs"] = verbs_json(*verbs);
   return j.dump();
 }

@@ -56,6 +56,10 @@ struct MigrationReport {
   double downtime_seconds = 0;
   double total_seconds = 0;
   std::optional<VerbsReport> verbs;
+  bool paused = false;  // the container moved paused (and stays so)
+  // Processes outside the init's tree that stayed behind and were killed
+  // with the source (--kill-exec): "pid (command)" each.
+  std::vector<std::string> left_out;
 
   uint64_t page_bytes() const;
   uint64_t image_bytes() const;

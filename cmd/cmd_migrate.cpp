@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "cmd_criu_flags.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
@@ -78,6 +79,8 @@ void register_migrate(Cli& cli) {
       o.manifest.id = a->id;
       o.manifest.bundle = st.bundle;
       o.manifest.config_sha256 = migrate::bundle_config_hash(st.bundle);
+      // For the receiver's checks (bind mount sources) when it has no bundle.
+      o.manifest.config_json = read_file(st.bundle + "/config.json");
       o.manifest.send_rootfs = a->send_rootfs;
       o.manifest.flags.tcp_established = a->criu.tcp_established;
       o.manifest.flags.ext_unix_sk = a->criu.ext_unix_sk;

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,8 @@
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
 #include "linux/cgroup.hpp"
+#include "spec/spec.hpp"
+#include "migrate/destination_checks.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/tcp_hush.hpp"
 #include "state/store.hpp"
@@ -151,16 +154,37 @@ Acceptance CriuDestination::accept(const Manifest& m) {
   if (path_exists(g_.root + "/" + m.id + "/state.json")) {
     throw Error("container " + m.id + " already exists on the destination");
   }
-  Acceptance a{m.bundle, false};
-  if (path_exists(m.bundle + "/config.json")) {
-    if (bundle_config_hash(m.bundle) == m.config_sha256) return a;
-    throw Error("bundle " + m.bundle + " on the destination has a different config.json");
+  // What would only fail the restore, after the source froze: refused now.
+  struct utsname u{};
+  ::uname(&u);
+  check_not_older("kernel", u.release, m.kernel);
+  try {
+    auto v = checkpoint::criu_version();
+    check_not_older("CRIU",
+                    std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
+                        std::to_string(v.sublevel),
+                    m.criu_version);
+  } catch (const Error&) {
+    // CRIU missing or broken here: the restore says so.
   }
-  if (!m.send_rootfs) {
+  Acceptance a{m.bundle, false};
+  std::optional<spec::Spec> config;
+  if (path_exists(m.bundle + "/config.json")) {
+    if (bundle_config_hash(m.bundle) != m.config_sha256)
+      throw Error("bundle " + m.bundle + " on the destination has a different config.json");
+    config = spec::load_spec(m.bundle);
+  } else if (!m.send_rootfs) {
     throw Error("bundle " + m.bundle +
                 " does not exist on the destination; migrate with --send-rootfs");
+  } else {
+    a.need_rootfs = true;
+    if (!m.config_json.empty())
+      config = spec::parse_spec(nlohmann::json::parse(m.config_json), "the manifest's config.json");
   }
-  a.need_rootfs = true;
+  if (config) {
+    auto missing = missing_bind_sources(*config, [](const std::string& p) { return path_exists(p); });
+    if (!missing.empty()) throw Error(missing.front());
+  }
   return a;
 }
 

@@ -83,6 +83,13 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
     : g_(std::move(g)), id_(std::move(id)), tcp_established_(flags.tcp_established),
       kill_exec_(kill_exec) {
   src_ = checkpoint::prepare_source(g_, id_, flags);
+  // The console (the pty master crx handed to the creator's
+  // --console-socket) stays on this host: the restored terminal would have
+  // nobody at the other end.
+  if (src_.spec.process.terminal) {
+    throw Error("container " + id_ + " has a terminal (process.terminal): its console stays on "
+                "this host and cannot follow it; crx migrates containers without one");
+  }
   left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
 }
 
@@ -182,7 +189,9 @@ Acceptance CriuDestination::accept(const Manifest& m) {
       config = spec::parse_spec(nlohmann::json::parse(m.config_json), "the manifest's config.json");
   }
   if (config) {
-    auto missing = missing_bind_sources(*config, [](const std::string& p) { return path_exists(p); });
+    auto exists = [](const std::string& p) { return path_exists(p); };
+    auto missing = missing_bind_sources(*config, exists);
+    for (auto& d : missing_devices(*config, exists)) missing.push_back(std::move(d));
     if (!missing.empty()) throw Error(missing.front());
   }
   return a;

@@ -10,7 +10,8 @@
 
 namespace crx::migrate {
 
-// Refuses in the constructor (before anything is frozen) and again in
+// Refuses a container with a terminal in the constructor. Refuses in the
+// constructor (before anything is frozen) and again in
 // freeze() (now nothing can start) when the container has processes
 // outside its init's tree, unless kill_exec (checkpoint/outside_processes.hpp).
 // A container paused before the migration stays paused: the final dump

@@ -55,4 +55,19 @@ std::vector<std::string> missing_bind_sources(
   return out;
 }
 
+std::vector<std::string> missing_devices(const spec::Spec& s,
+                                         const std::function<bool(const std::string&)>& exists) {
+  std::vector<std::string> out;
+  for (const auto& d : s.linux.devices) {
+    if (d.type != 'c' && d.type != 'u' && d.type != 'b') continue;
+    std::string kind = d.type == 'b' ? "block" : "char";
+    std::string mm = std::to_string(d.major) + ":" + std::to_string(d.minor);
+    if (!exists("/sys/dev/" + kind + "/" + mm)) {
+      out.push_back("device " + d.path + " (" + kind + " " + mm +
+                    ") does not exist on the destination");
+    }
+  }
+  return out;
+}
+
 }  // namespace crx::migrate

@@ -47,4 +47,16 @@ TEST(DestinationChecks, MissingBindSourcesAreNamed) {
                          "bind mount /data: /srv/data does not exist on the destination"}));
 }
 
+TEST(DestinationChecks, MissingDevicesAreNamed) {
+  crx::spec::Spec s;
+  s.linux.devices = {{"/dev/fuse", 'c', 10, 229, {}, {}, {}},
+                     {"/dev/infiniband/uverbs0", 'c', 231, 192, {}, {}, {}},
+                     {"/dev/fifo", 'p', 0, 0, {}, {}, {}}};
+  std::set<std::string> here{"/sys/dev/char/10:229"};
+  auto missing = missing_devices(s, [&](const std::string& p) { return here.count(p) > 0; });
+  EXPECT_EQ(missing, (std::vector<std::string>{
+                         "device /dev/infiniband/uverbs0 (char 231:192) does not exist on the "
+                         "destination"}));
+}
+
 }  // namespace

@@ -114,8 +114,10 @@ void register_migrate(Cli& cli) {
       // Refuses here, before anything is frozen, when the container has
       // processes CRIU would leave behind (unless --kill-exec).
       migrate::CriuSource criu(cli.global, a->id, a->criu.to_flags(), a->kill_exec);
+      o.manifest.inventory = criu.inventory().to_json();
       migrate::VerbsSource source(criu, qps, a->id);
       auto report = migrate::migrate_out(source, o);
+      report.inventory = *o.manifest.inventory;
       if (report.outcome == "migrated") {
         report.paused = criu.paused();
         for (const auto& p : criu.left_out())

@@ -31,11 +31,15 @@ std::string short_command(std::string s) {
 
 }  // namespace
 
-std::vector<OutsideProcess> processes_outside_tree(const ProcessTable& t, pid_t init) {
+namespace {
+
+// The container's live processes on one side of the init's tree.
+std::vector<OutsideProcess> classify(const ProcessTable& t, pid_t init, bool want_inside) {
   std::set<pid_t> candidates;
   for (pid_t p : t.cgroup_pids()) candidates.insert(p);
   for (pid_t p : t.pid_namespace_pids()) candidates.insert(p);
   candidates.erase(init);
+  if (want_inside) candidates.insert(init);
 
   // in_tree[p]: p descends from init. A walk up the parents ends at init
   // (inside), at a process already decided, or at the top (outside).
@@ -70,10 +74,20 @@ std::vector<OutsideProcess> processes_outside_tree(const ProcessTable& t, pid_t 
   for (pid_t p : candidates) {
     const ProcessInfo* i = info_of(p);
     if (!i || i->state == 'Z' || i->state == 'X') continue;  // gone or dead
-    if (decide(p)) continue;
+    if (decide(p) != want_inside) continue;
     out.push_back({p, i->command});
   }
   return out;  // std::set: sorted by pid
+}
+
+}  // namespace
+
+std::vector<OutsideProcess> processes_outside_tree(const ProcessTable& t, pid_t init) {
+  return classify(t, init, false);
+}
+
+std::vector<OutsideProcess> processes_in_tree(const ProcessTable& t, pid_t init) {
+  return classify(t, init, true);
 }
 
 std::string describe(const std::vector<OutsideProcess>& procs) {
@@ -144,6 +158,10 @@ std::optional<ProcessInfo> SystemProcessTable::info(pid_t pid) const {
 
 std::vector<OutsideProcess> container_processes_outside_tree(const state::ContainerState& st) {
   return processes_outside_tree(SystemProcessTable(st), st.pid);
+}
+
+std::vector<OutsideProcess> container_processes_in_tree(const state::ContainerState& st) {
+  return processes_in_tree(SystemProcessTable(st), st.pid);
 }
 
 }  // namespace crx::checkpoint

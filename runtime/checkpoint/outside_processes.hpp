@@ -49,6 +49,8 @@ struct OutsideProcess {
 // neither init nor one of its descendants, sorted by pid. Zombies outside
 // the tree are left out: they have nothing left to lose.
 std::vector<OutsideProcess> processes_outside_tree(const ProcessTable& t, pid_t init);
+// The live processes a dump carries: init and its descendants (no zombies).
+std::vector<OutsideProcess> processes_in_tree(const ProcessTable& t, pid_t init);
 
 // The one line that refuses: names the container, the pids and commands,
 // and the way out.
@@ -72,5 +74,6 @@ class SystemProcessTable : public ProcessTable {
 // processes_outside_tree of a running or paused container, with the
 // system's table.
 std::vector<OutsideProcess> container_processes_outside_tree(const state::ContainerState& st);
+std::vector<OutsideProcess> container_processes_in_tree(const state::ContainerState& st);
 
 }  // namespace crx::checkpoint

@@ -192,6 +192,7 @@ Acceptance CriuDestination::accept(const Manifest& m) {
     auto exists = [](const std::string& p) { return path_exists(p); };
     auto missing = missing_bind_sources(*config, exists);
     for (auto& d : missing_devices(*config, exists)) missing.push_back(std::move(d));
+    for (auto& n : missing_namespace_paths(*config, exists)) missing.push_back(std::move(n));
     if (!missing.empty()) throw Error(missing.front());
   }
   return a;

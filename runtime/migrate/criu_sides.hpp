@@ -6,6 +6,7 @@
 
 #include "checkpoint/container_checkpoint.hpp"
 #include "checkpoint/criu_rpc.hpp"
+#include "migrate/inventory.hpp"
 #include "migrate/sides.hpp"
 
 namespace crx::migrate {
@@ -30,6 +31,8 @@ class CriuSource : public SourceSide {
   // (--kill-exec); destroy() kills them with the source.
   const std::vector<checkpoint::OutsideProcess>& left_out() const { return left_out_; }
   bool paused() const { return src_.paused; }
+  // What the final dump will carry, for the manifest (before the freeze).
+  Inventory inventory() const { return take_inventory(src_); }
 
  private:
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"

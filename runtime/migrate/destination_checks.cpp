@@ -55,6 +55,16 @@ std::vector<std::string> missing_bind_sources(
   return out;
 }
 
+std::vector<std::string> missing_namespace_paths(
+    const spec::Spec& s, const std::function<bool(const std::string&)>& exists) {
+  std::vector<std::string> out;
+  for (const auto& n : s.linux.namespaces) {
+    if (!n.path.empty() && !exists(n.path))
+      out.push_back(n.type + " namespace " + n.path + " does not exist on the destination");
+  }
+  return out;
+}
+
 std::vector<std::string> missing_devices(const spec::Spec& s,
                                          const std::function<bool(const std::string&)>& exists) {
   std::vector<std::string> out;

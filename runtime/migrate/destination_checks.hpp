@@ -26,6 +26,10 @@ void check_not_older(const std::string& what, const std::string& here, const std
 // for each bind mount of s whose source `exists` says is missing.
 std::vector<std::string> missing_bind_sources(const spec::Spec& s,
                                               const std::function<bool(const std::string&)>& exists);
+// "<type> namespace <path> does not exist on the destination" for each
+// namespace the config joins by path.
+std::vector<std::string> missing_namespace_paths(
+    const spec::Spec& s, const std::function<bool(const std::string&)>& exists);
 // "device <path> (char M:m) does not exist on the destination" for each
 // char/block device of linux.devices whose /sys/dev/{char,block}/M:m
 // `exists` says is missing (crx would make the node, but nothing behind it).

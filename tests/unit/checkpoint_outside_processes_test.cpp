@@ -58,7 +58,11 @@ TEST(OutsideProcesses, InitAndItsDescendantsAreInside) {
   t.add(1001, 1000, "sleep 1");
   t.add(1002, 1001, "cat");          // grandchild
   t.add(1003, 1000, "", true, true, 'Z');  // a zombie child of init
-  EXPECT_TRUE(processes_outside_tree(t, 1000).empty());
+  t.add(1100, 1, "exec'd");
+  EXPECT_EQ(pids(processes_outside_tree(t, 1000)), (std::vector<pid_t>{1100}));
+  // What a dump carries, for the migration's inventory: no zombie.
+  EXPECT_EQ(pids(crx::checkpoint::processes_in_tree(t, 1000)),
+            (std::vector<pid_t>{1000, 1001, 1002}));
 }
 
 TEST(OutsideProcesses, ExecdProcessWhoseParentIsGoneIsOutside) {

@@ -47,6 +47,15 @@ TEST(DestinationChecks, MissingBindSourcesAreNamed) {
                          "bind mount /data: /srv/data does not exist on the destination"}));
 }
 
+TEST(DestinationChecks, MissingNamespacePathsAreNamed) {
+  crx::spec::Spec s;
+  s.linux.namespaces = {{"pid", "", 0}, {"network", "/var/run/netns/ctr", 0},
+                        {"ipc", "/proc/1/ns/ipc", 0}};
+  auto missing = missing_namespace_paths(s, [](const std::string& p) { return p == "/proc/1/ns/ipc"; });
+  EXPECT_EQ(missing, (std::vector<std::string>{
+                         "network namespace /var/run/netns/ctr does not exist on the destination"}));
+}
+
 TEST(DestinationChecks, MissingDevicesAreNamed) {
   crx::spec::Spec s;
   s.linux.devices = {{"/dev/fuse", 'c', 10, 229, {}, {}, {}},

@@ -20,6 +20,9 @@ void register_checkpoint(Cli& cli) {
   sub->add_flag("--pre-dump", r->pre_dump, "dump memory only; the container keeps running");
   sub->add_option("--page-server", r->page_server, "ADDRESS:PORT of a CRIU page server");
   sub->add_option("--status-fd", r->status_fd, "fd CRIU notifies when lazy pages are ready");
+  sub->add_flag("--kill-exec", r->kill_exec,
+                "accept losing processes outside the init's tree (crx exec): they are not in "
+                "the images (and die with the container); without it such a container is refused");
   add_criu_flags(sub, *f);
   sub->callback([&cli, id, r, f] {
     cli.action = [&cli, id, r, f] {

@@ -11,6 +11,7 @@
 #include "cli.hpp"
 #include "cmd_criu_flags.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
@@ -34,6 +35,7 @@ struct MigrateArgs {
   double min_shrink = -1;
   int timeout = 0;
   bool send_rootfs = false;
+  bool kill_exec = false;
   std::string format = "text";
   CriuFlagArgs criu;
 };
@@ -52,6 +54,9 @@ void register_migrate(Cli& cli) {
   sub->add_option("--min-shrink", a->min_shrink, "stop pre-copy when a round shrinks less (percent)");
   sub->add_option("--timeout", a->timeout, "seconds per network step");
   sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
+  sub->add_flag("--kill-exec", a->kill_exec,
+                "accept losing processes outside the init's tree (crx exec): they are not "
+                "moved and are killed with the source; without it such a container is refused");
   sub->add_option("--format", a->format, "report format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   add_criu_flags(sub, a->criu, false);
@@ -74,6 +79,8 @@ void register_migrate(Cli& cli) {
       o.manifest.id = a->id;
       o.manifest.bundle = st.bundle;
       o.manifest.config_sha256 = migrate::bundle_config_hash(st.bundle);
+      // For the receiver's checks (bind mount sources) when it has no bundle.
+      o.manifest.config_json = read_file(st.bundle + "/config.json");
       o.manifest.send_rootfs = a->send_rootfs;
       o.manifest.flags.tcp_established = a->criu.tcp_established;
       o.manifest.flags.ext_unix_sk = a->criu.ext_unix_sk;
@@ -104,9 +111,18 @@ void register_migrate(Cli& cli) {
       rdma::ContainerQps qps(cli.global);
       if (auto inv = qps.inventory(a->id); !inv.empty()) o.manifest.rdma = inv;
 
-      migrate::CriuSource criu(cli.global, a->id, a->criu.to_flags());
+      // Refuses here, before anything is frozen, when the container has
+      // processes CRIU would leave behind (unless --kill-exec).
+      migrate::CriuSource criu(cli.global, a->id, a->criu.to_flags(), a->kill_exec);
+      o.manifest.inventory = criu.inventory().to_json();
       migrate::VerbsSource source(criu, qps, a->id);
       auto report = migrate::migrate_out(source, o);
+      report.inventory = *o.manifest.inventory;
+      if (report.outcome == "migrated") {
+        report.paused = criu.paused();
+        for (const auto& p : criu.left_out())
+          report.left_out.push_back(checkpoint::describe({p}));
+      }
       if (a->format == "json") {
         std::printf("%s\n", report.to_json().c_str());
       } else {

@@ -1,6 +1,7 @@
 #!/bin/sh
 # One set-up step for a fresh Debian bookworm machine: the apt packages crx
-# builds and tests with, then the parts that cache themselves under
+# builds and tests with (Open MPI + UCX for bundles/mpi and tests/vm/mpi),
+# then the parts that cache themselves under
 # ${CRX_CACHE:-~/.cache/crx} (guest kernel + initramfs, patched rxe module).
 # Idempotent and quick when everything is in place.
 set -eu
@@ -13,7 +14,9 @@ packages="cmake g++ ninja-build pkg-config
   busybox-static runc crun criu iptables iproute2 procps psmisc util-linux
   qemu-system-x86 kmod cpio xz-utils rdma-core ibverbs-utils libibverbs-dev perftest
   bc flex bison libelf-dev dwarves linux-source-6.1
-  containerd umoci bsdutils python3 hyperfine time"
+  python3-matplotlib
+  containerd umoci bsdutils python3 hyperfine time
+  openmpi-bin libopenmpi-dev ucx-utils libucx0"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -11,6 +11,7 @@
 
 #include <cerrno>
 
+#include "checkpoint/carried_state.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
 #include "checkpoint/recreated_dev.hpp"
@@ -18,6 +19,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
+#include "container/hooks_runner.hpp"
 #include "container/lifecycle.hpp"
 #include "linux/cgroup.hpp"
 #include "linux/cgroup_paths.hpp"
@@ -205,7 +207,15 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.nftables_network_lock = !flags.tcp_established && !joins_network_namespace(l.spec);
   s.spec = std::move(l.spec);
   s.state_dir = state::StateDir::open(g.root, id).path();
+  s.paused = l.cg && l.cg->frozen();
+  s.state = std::move(l.st);
   return s;
+}
+
+std::vector<OutsideProcess> check_outside_processes(const SourceContainer& s, bool kill_exec) {
+  auto outside = container_processes_outside_tree(s.state);
+  if (!outside.empty() && !kill_exec) throw Error(outside_processes_error(s.state.id, outside));
+  return outside;
 }
 
 void add_recreated_mounts(DumpOptions& o, const SourceContainer& s) {
@@ -247,6 +257,11 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
                           const CheckpointRequest& r) {
   if (r.image_path.empty()) throw Error("checkpoint: --image-path is required");
   SourceContainer src = prepare_source(g, id, r.flags);
+  // Before anything is frozen: every process of the container is in the
+  // init's tree, or the caller accepted to lose the others (--kill-exec).
+  // A pre-dump loses nothing (the container runs on).
+  std::vector<OutsideProcess> left_out;
+  if (!r.pre_dump) left_out = check_outside_processes(src, r.kill_exec);
   UniqueFd images = open_dir(r.image_path, true);
   UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
   DumpOptions o = src.base;
@@ -287,9 +302,23 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
   if (freeze_first) {
     was_frozen = cg->frozen();
     if (!was_frozen) cg->freeze();
+    // Frozen, nothing can start: look again (a `crx exec` may have come
+    // in since the first look).
+    try {
+      left_out = check_outside_processes(src, r.kill_exec);
+    } catch (...) {
+      if (!was_frozen) cg->thaw();
+      throw;
+    }
     add_recreated_mounts(o, src);
     o.leave_running = true;
   }
+  write_carried_state(r.image_path, carried_state_of(src.state, src.paused));
+  auto report_left_out = [&] {
+    if (left_out.empty()) return;
+    log::warn("checkpoint of " + id + ": --kill-exec: not in the images, " +
+              (r.leave_running ? "running on here: " : "killed: ") + describe(left_out));
+  };
   try {
     criu_dump(o);
   } catch (const Error& e) {
@@ -317,6 +346,7 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
       if (!was_frozen) cg->thaw();
       if (!why.empty()) throw_not_resumed(id, why);
     }
+    report_left_out();
     return;
   }
   if (r.leave_running) {
@@ -326,6 +356,7 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     // CRIU killed the tasks; remove what is left like runc does.
     container::delete_container(g, id, true);
   }
+  report_left_out();
 }
 
 pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
@@ -337,6 +368,15 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
   bundle = real;
   spec::Spec s = spec::load_spec(bundle);
   std::string rootfs = spec::resolve_rootfs(s, bundle);
+  // What the checkpointed container was beyond its processes: its cgroup
+  // gets the resources `crx update` gave it, not the bundle's.
+  std::optional<CarriedState> carried = read_carried_state(r.image_path);
+  if (carried && carried->resources.is_object()) {
+    s = spec::parse_spec(config_with_resources(s.raw, *carried),
+                         "config.json with the checkpoint's resources");
+  }
+  std::string pid_file = r.pid_file;
+  if (pid_file.empty() && r.carried_pid_file && carried) pid_file = carried->pid_file;
 
   auto dir = state::StateDir::create(g.root, id);
   std::optional<cgroup::Cgroup> cg;
@@ -377,10 +417,29 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
       if (n.script == "setup-namespaces" && n.pid > 0) {
         restored = n.pid;
         cg->add_process(n.pid);
+        // As runc 1.1.5 (criuNotifications, "setup-namespaces"): prestart
+        // and createRuntime run again, now that the namespaces exist;
+        // poststart does not (runc runs it only when it starts an init).
+        if (s.hooks.has_runtime_create_hooks()) {
+          state::ContainerState hs;
+          hs.id = id;
+          hs.bundle = bundle;
+          hs.rootfs = rootfs;
+          hs.pid = n.pid;
+          hs.created = state::now_rfc3339();
+          hs.annotations = carried ? carried->annotations : s.annotations;
+          std::string js = state::oci_state_json(hs, state::Status::Creating).dump();
+          container::run_hooks_or_throw(s.hooks.prestart, "prestart", js);
+          container::run_hooks_or_throw(s.hooks.create_runtime, "createRuntime", js);
+        }
       } else if (n.script == "pre-resume") {
         // The verbs plugin's late hook ran before this: it says in the
         // images dir whether the objects came back (it cannot fail CRIU).
         rdma::check_verbs_restore(r.image_path);
+        // A paused container stays paused: frozen while CRIU still holds
+        // its tasks (as CRIU restores a v1 freezer state), so not one
+        // instruction of theirs runs when CRIU lets them go.
+        if (carried && carried->paused) cg->freeze();
         held = true;
         if (r.hold) r.hold();
       } else if (n.script == "orphan-pts-master" && n.fd) {
@@ -397,6 +456,7 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     o.defer_verbs_resume = r.defer_verbs_resume;
     pid_t pid = criu_restore(o, notify);
     if (!held) rdma::check_verbs_restore(r.image_path);
+    if (!held && carried && carried->paused) cg->freeze();
     if (!held && r.hold) r.hold();
     if (pid <= 0) pid = restored;
 
@@ -407,12 +467,14 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     st.created = state::now_rfc3339();
     st.pid = pid;
     st.pid_start_time = state::process_start_time(pid);
-    st.annotations = s.annotations;
+    st.annotations = carried ? carried->annotations : s.annotations;
+    st.owner = carried ? carried->owner : "";
     st.cgroup = cg->save();
     st.config = s.raw;
     st.systemd_cgroup = g.systemd_cgroup;
+    st.pid_file = pid_file;
     dir.save(st);
-    write_pid_file(r.pid_file, pid);
+    write_pid_file(pid_file, pid);
     ok = true;
     return pid;
   } catch (...) {

@@ -19,7 +19,9 @@
 
 #include "checkpoint/criu_options.hpp"
 #include "container/create.hpp"
+#include "checkpoint/outside_processes.hpp"
 #include "spec/spec.hpp"
+#include "state/store.hpp"
 
 namespace crx::checkpoint {
 
@@ -44,9 +46,16 @@ struct CheckpointRequest {
   std::string page_server;  // "HOST:PORT"
   int status_fd = -1;       // --lazy-pages: CRIU writes when ready
   CriuFlags flags;
+  // Processes outside the init's tree (crx exec) are not in the images
+  // (outside_processes.hpp): without this the checkpoint is refused before
+  // anything is frozen; with it they are left out, and die with the
+  // container unless it is left running.
+  bool kill_exec = false;
 };
 
-// `crx checkpoint`. Without leave_running the container is stopped and
+// `crx checkpoint`. The images dir also gets crx-container.json
+// (carried_state.hpp): updated resources, annotations, owner, pid file,
+// paused. Without leave_running the container is stopped and
 // deleted afterwards (its state removed), as runc does. With it (and after
 // a failed dump or a pre-dump) the QPs the verbs plugin stopped are resumed.
 void checkpoint_container(const container::GlobalOptions& g, const std::string& id,
@@ -71,9 +80,17 @@ struct RestoreRequest {
   // (rdma::ContainerQps) once it wants them to talk (a migration: after
   // the commit). Without, the plugin resumes them at the end of the restore.
   bool defer_verbs_resume = false;
+  // Without pid_file: write the pid to the pid file the checkpointed
+  // container's creator named (crx-container.json), as a migration does.
+  bool carried_pid_file = false;
 };
 
-// `crx restore`; returns the restored init's pid. On error nothing is left:
+// `crx restore`; returns the restored init's pid. With a crx-container.json
+// in the images (carried_state.hpp) the cgroup gets the resources it names,
+// the state its annotations and owner, and a container that was paused is
+// frozen again before its tasks resume (it stays paused). Hooks as in runc
+// 1.1.5: prestart and createRuntime run when CRIU has made the namespaces,
+// poststart does not run (the container was started once already). On error nothing is left:
 // no state dir, cgroup, mount or process. A crx-verbs-restore.json with
 // ok:false in the images dir (the verbs plugin) fails the restore.
 pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
@@ -88,6 +105,8 @@ struct SourceContainer {
   DumpOptions base;         // pid, root, ext mounts, flags
   spec::Spec spec;          // the container's config
   std::string state_dir;    // crx's dir of the container (scratch space)
+  state::ContainerState state;
+  bool paused = false;      // frozen by `crx pause` before the checkpoint
 };
 SourceContainer prepare_source(const container::GlobalOptions& g, const std::string& id,
                                const CriuFlags& flags);
@@ -97,6 +116,9 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
 void add_recreated_mounts(DumpOptions& o, const SourceContainer& s);
 void freeze_container(const container::GlobalOptions& g, const std::string& id);
 void thaw_container(const container::GlobalOptions& g, const std::string& id);
+// Refuses (crx::Error, one line) when processes outside the init's tree
+// would be left out and kill_exec is false; returns them otherwise.
+std::vector<OutsideProcess> check_outside_processes(const SourceContainer& s, bool kill_exec);
 // SIGKILL to every task of a frozen container, then thaw (the tasks die).
 void kill_frozen_container(const container::GlobalOptions& g, const std::string& id);
 

@@ -40,6 +40,14 @@ std::string absolute(const std::string& p) {
   return buf;
 }
 
+// The pid file as an absolute path (it need not exist yet); "" stays "".
+std::string absolute_pid_file(const std::string& p) {
+  if (p.empty() || p[0] == '/') return p;
+  char cwd[PATH_MAX];
+  if (!::getcwd(cwd, sizeof cwd)) throw_errno("getcwd");
+  return std::string(cwd) + "/" + p;
+}
+
 void check_spec_is_runnable(const spec::Spec& spec, const std::string& rootfs) {
   struct stat st;
   if (::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -133,6 +141,7 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   st.config = spec.raw;
   st.systemd_cgroup = g.systemd_cgroup;
   st.owner = "";
+  st.pid_file = absolute_pid_file(o.pid_file);
   // Saved with where the cgroup will be before anything is made, so a create
   // killed half way leaves delete --force everything it needs to clean up.
   tx.cg.emplace(cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup));

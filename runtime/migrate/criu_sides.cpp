@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <optional>
 #include <thread>
 
+#include "checkpoint/carried_state.hpp"
 #include "checkpoint/child_process.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "common/error.hpp"
@@ -16,6 +18,8 @@
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
 #include "linux/cgroup.hpp"
+#include "spec/spec.hpp"
+#include "migrate/destination_checks.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/tcp_hush.hpp"
 #include "state/store.hpp"
@@ -74,9 +78,19 @@ std::string bundle_config_hash(const std::string& bundle) {
   return sha256_file(bundle + "/config.json");
 }
 
-CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags)
-    : g_(std::move(g)), id_(std::move(id)), tcp_established_(flags.tcp_established) {
+CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
+                       bool kill_exec)
+    : g_(std::move(g)), id_(std::move(id)), tcp_established_(flags.tcp_established),
+      kill_exec_(kill_exec) {
   src_ = checkpoint::prepare_source(g_, id_, flags);
+  // The console (the pty master crx handed to the creator's
+  // --console-socket) stays on this host: the restored terminal would have
+  // nobody at the other end.
+  if (src_.spec.process.terminal) {
+    throw Error("container " + id_ + " has a terminal (process.terminal): its console stays on "
+                "this host and cannot follow it; crx migrates containers without one");
+  }
+  left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
 }
 
 void CriuSource::run_dump(
@@ -105,15 +119,26 @@ void CriuSource::pre_dump(const std::string& images_dir, const std::string& pare
   run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log", false);
 }
 
-void CriuSource::freeze() { checkpoint::freeze_container(g_, id_); }
+void CriuSource::freeze() {
+  checkpoint::freeze_container(g_, id_);
+  // Frozen: the set cannot change any more. A refusal here rolls back
+  // (resume() thaws the source).
+  left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
+}
 
 void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd) {
   // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
   // puts it back to frozen after the dump instead of letting it run.
+  // What CRIU does not carry goes with the images (streamed like them).
+  checkpoint::write_carried_state(images_dir,
+                                  checkpoint::carried_state_of(src_.state, src_.paused));
   run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true);
 }
 
-void CriuSource::resume() { checkpoint::thaw_container(g_, id_); }
+void CriuSource::resume() {
+  if (src_.paused) return;  // paused before the migration: stays paused
+  checkpoint::thaw_container(g_, id_);
+}
 
 void CriuSource::destroy() {
   // The connections run on at the destination: the source's copies must
@@ -136,16 +161,40 @@ Acceptance CriuDestination::accept(const Manifest& m) {
   if (path_exists(g_.root + "/" + m.id + "/state.json")) {
     throw Error("container " + m.id + " already exists on the destination");
   }
-  Acceptance a{m.bundle, false};
-  if (path_exists(m.bundle + "/config.json")) {
-    if (bundle_config_hash(m.bundle) == m.config_sha256) return a;
-    throw Error("bundle " + m.bundle + " on the destination has a different config.json");
+  // What would only fail the restore, after the source froze: refused now.
+  struct utsname u{};
+  ::uname(&u);
+  check_not_older("kernel", u.release, m.kernel);
+  try {
+    auto v = checkpoint::criu_version();
+    check_not_older("CRIU",
+                    std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
+                        std::to_string(v.sublevel),
+                    m.criu_version);
+  } catch (const Error&) {
+    // CRIU missing or broken here: the restore says so.
   }
-  if (!m.send_rootfs) {
+  Acceptance a{m.bundle, false};
+  std::optional<spec::Spec> config;
+  if (path_exists(m.bundle + "/config.json")) {
+    if (bundle_config_hash(m.bundle) != m.config_sha256)
+      throw Error("bundle " + m.bundle + " on the destination has a different config.json");
+    config = spec::load_spec(m.bundle);
+  } else if (!m.send_rootfs) {
     throw Error("bundle " + m.bundle +
                 " does not exist on the destination; migrate with --send-rootfs");
+  } else {
+    a.need_rootfs = true;
+    if (!m.config_json.empty())
+      config = spec::parse_spec(nlohmann::json::parse(m.config_json), "the manifest's config.json");
   }
-  a.need_rootfs = true;
+  if (config) {
+    auto exists = [](const std::string& p) { return path_exists(p); };
+    auto missing = missing_bind_sources(*config, exists);
+    for (auto& d : missing_devices(*config, exists)) missing.push_back(std::move(d));
+    for (auto& n : missing_namespace_paths(*config, exists)) missing.push_back(std::move(n));
+    if (!missing.empty()) throw Error(missing.front());
+  }
   return a;
 }
 
@@ -172,6 +221,7 @@ int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
   // The verbs plugin leaves restored QPs stopped; VerbsDestination resumes
   // them after the commit (a rolled-back copy never talks to a partner).
   r.defer_verbs_resume = true;
+  r.carried_pid_file = true;  // the pid file the source's creator named
   int pid = checkpoint::restore_container(g_, m.id, r);
   restored_.insert(m.id);
   return pid;

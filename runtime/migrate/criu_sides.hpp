@@ -2,21 +2,37 @@
 #pragma once
 #include <set>
 #include <string>
+#include <vector>
 
 #include "checkpoint/container_checkpoint.hpp"
 #include "checkpoint/criu_rpc.hpp"
+#include "migrate/inventory.hpp"
 #include "migrate/sides.hpp"
 
 namespace crx::migrate {
 
+// Refuses a container with a terminal in the constructor. Refuses in the
+// constructor (before anything is frozen) and again in
+// freeze() (now nothing can start) when the container has processes
+// outside its init's tree, unless kill_exec (checkpoint/outside_processes.hpp).
+// A container paused before the migration stays paused: the final dump
+// carries that (crx-container.json, with the resources, annotations, owner
+// and pid file), and a rollback leaves it frozen.
 class CriuSource : public SourceSide {
  public:
-  CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags);
+  CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
+             bool kill_exec = false);
   void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
   void freeze() override;
   void dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
   void resume() override;
   void destroy() override;
+  // The processes outside the init's tree that the final dump left out
+  // (--kill-exec); destroy() kills them with the source.
+  const std::vector<checkpoint::OutsideProcess>& left_out() const { return left_out_; }
+  bool paused() const { return src_.paused; }
+  // What the final dump will carry, for the manifest (before the freeze).
+  Inventory inventory() const { return take_inventory(src_); }
 
  private:
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
@@ -27,7 +43,9 @@ class CriuSource : public SourceSide {
   container::GlobalOptions g_;
   std::string id_;
   bool tcp_established_ = false;
+  bool kill_exec_ = false;
   checkpoint::SourceContainer src_;
+  std::vector<checkpoint::OutsideProcess> left_out_;
 };
 
 class CriuDestination : public DestinationSide {

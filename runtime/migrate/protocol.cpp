@@ -1,6 +1,7 @@
 #include "migrate/protocol.hpp"
 
 #include "common/error.hpp"
+#include "migrate/inventory.hpp"
 
 namespace crx::migrate {
 namespace {
@@ -49,6 +50,7 @@ std::string to_json(const Manifest& m) {
           {"kernel", m.kernel},
           {"flags", flags}};
   if (m.rdma) j["rdma"] = rdma::to_json(*m.rdma);
+  if (m.inventory) j["inventory"] = *m.inventory;
   return j.dump();
 }
 
@@ -79,6 +81,10 @@ Manifest parse_manifest(const std::string& text) {
     m.flags.manage_cgroups_mode = opt<std::string>(f, w, "manage_cgroups_mode", "");
   }
   if (j.contains("rdma")) m.rdma = rdma::inventory_from_json(j["rdma"]);
+  if (j.contains("inventory")) {
+    Inventory::from_json(j["inventory"]);  // throws naming what is malformed
+    m.inventory = j["inventory"];
+  }
   if (m.id.empty()) throw Error("malformed manifest frame: empty container id");
   return m;
 }

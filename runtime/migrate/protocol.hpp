@@ -47,6 +47,9 @@ struct Manifest {
   // pinned memory); absent when it has none. The receiver checks them
   // before it accepts (rdma/preflight.hpp).
   std::optional<rdma::RdmaInventory> rdma;
+  // What the sender will move (migrate/inventory.hpp), listed before the
+  // freeze; absent from older senders.
+  std::optional<nlohmann::json> inventory;
 };
 
 struct Acceptance {

@@ -62,6 +62,7 @@ class Receiver {
       clock_.begin("manifest");
       manifest_ = parse_manifest(conn_.expect(FrameType::Manifest).payload);
       rep_.id = manifest_.id;
+      if (manifest_.inventory) rep_.inventory = *manifest_.inventory;
       if (!safe_id(manifest_.id)) throw Error("refusing container id \"" + manifest_.id + "\"");
       accept_ = dest_.accept(manifest_);
       conn_.send(FrameType::Accept, to_json(accept_));

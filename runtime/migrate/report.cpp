@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "migrate/inventory.hpp"
 #include "migrate/precopy.hpp"
 
 namespace crx::migrate {
@@ -139,6 +140,18 @@ std::string MigrationReport::to_text() const {
                 human_bytes(rootfs_bytes).c_str(), human_bytes(wire_bytes).c_str(),
                 downtime_seconds, total_seconds);
   out += buf;
+  if (inventory.is_object()) {
+    try {
+      out += "  moves: " + Inventory::from_json(inventory).summary() + "\n";
+    } catch (const std::exception&) {
+    }
+  }
+  if (paused) out += "  paused: moved paused, stays paused (crx resume " + id + ")\n";
+  if (!left_out.empty()) {
+    std::string l;
+    for (const auto& p : left_out) l += (l.empty() ? "" : ", ") + p;
+    out += "  left behind (--kill-exec), killed with the source: " + l + "\n";
+  }
   if (verbs) out += verbs_text(*verbs);
   return out;
 }
@@ -167,6 +180,9 @@ std::string MigrationReport::to_json() const {
                 {"control_link", wire_bytes}};
   j["downtime_seconds"] = downtime_seconds;
   j["total_seconds"] = total_seconds;
+  if (inventory.is_object()) j["inventory"] = inventory;
+  if (paused) j["paused"] = true;
+  if (!left_out.empty()) j["left_out"] = left_out;
   if (verbs) j["verbs"] = verbs_json(*verbs);
   return j.dump();
 }

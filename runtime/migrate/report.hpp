@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "rdma/plugin_stats.hpp"
 
 namespace crx::migrate {
@@ -56,6 +58,12 @@ struct MigrationReport {
   double downtime_seconds = 0;
   double total_seconds = 0;
   std::optional<VerbsReport> verbs;
+  bool paused = false;  // the container moved paused (and stays so)
+  // Processes outside the init's tree that stayed behind and were killed
+  // with the source (--kill-exec): "pid (command)" each.
+  std::vector<std::string> left_out;
+  // What moves (migrate/inventory.hpp, the manifest's); null if unknown.
+  nlohmann::json inventory;
 
   uint64_t page_bytes() const;
   uint64_t image_bytes() const;

@@ -40,7 +40,8 @@ nlohmann::json ContainerState::to_json() const {
           {"cgroup", cgroup},
           {"config", config},
           {"systemd_cgroup", systemd_cgroup},
-          {"created_with_userns", created_with_userns}};
+          {"created_with_userns", created_with_userns},
+          {"pid_file", pid_file}};
 }
 
 ContainerState ContainerState::from_json(const nlohmann::json& j) {
@@ -58,6 +59,7 @@ ContainerState ContainerState::from_json(const nlohmann::json& j) {
   st.config = j.value("config", nlohmann::json());
   st.systemd_cgroup = j.value("systemd_cgroup", false);
   st.created_with_userns = j.value("created_with_userns", false);
+  st.pid_file = j.value("pid_file", "");
   return st;
 }
 

@@ -31,6 +31,9 @@ struct ContainerState {
   nlohmann::json config;     // the spec as created (hooks, namespaces for exec, ...)
   bool systemd_cgroup = false;
   bool created_with_userns = false;
+  // The pid file the creator named (absolute; "" = none): a migration
+  // writes the restored init's pid there on the destination.
+  std::string pid_file;
 
   nlohmann::json to_json() const;
   static ContainerState from_json(const nlohmann::json& j);

@@ -42,6 +42,9 @@ struct FakeSource : SourceSide {
   std::vector<size_t> round_bytes{8 << 20, 1 << 20, 256 << 10, 64 << 10};
   int rounds = 0, freezes = 0, resumes = 0, destroys = 0, dumps = 0;
   bool fail_dump = false;
+  // freeze() refuses once frozen, as CriuSource does when it finds a
+  // process outside the init's tree (checkpoint/outside_processes.hpp).
+  bool refuse_when_frozen = false;
   std::atomic<bool>* cancel_during_dump = nullptr;
 
   void write_round(const std::string& dir, const std::string& parent, int fd) {
@@ -57,7 +60,11 @@ struct FakeSource : SourceSide {
   void pre_dump(const std::string& dir, const std::string& parent, int fd) override {
     write_round(dir, parent, fd);
   }
-  void freeze() override { ++freezes; }
+  void freeze() override {
+    ++freezes;
+    if (refuse_when_frozen)
+      throw crx::Error("container c1 has 1 process outside its init's process tree");
+  }
   void dump(const std::string& dir, const std::string& parent, int fd) override {
     ++dumps;
     if (fail_dump) throw crx::Error("criu dump failed: Error (criu/cr-dump.c:1): boom");
@@ -203,6 +210,22 @@ TEST(MigrateProtocol, RestoreFailureResumesTheSource) {
   EXPECT_EQ(h.src.resumes, 1);
   EXPECT_EQ(h.src.destroys, 0);
   EXPECT_EQ(h.dst.discards, 1);
+}
+
+TEST(MigrateProtocol, RefusalOnceFrozenThawsTheSourceBeforeAnyDump) {
+  Harness h;
+  h.pre_copy = 1;
+  h.src.refuse_when_frozen = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("outside its init's process tree"), std::string::npos)
+      << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_EQ(h.src.freezes, 1);
+  EXPECT_EQ(h.src.dumps, 0);
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.src.destroys, 0);
+  EXPECT_EQ(h.dst.restores, 0);
 }
 
 TEST(MigrateProtocol, WrongKeyNeverFreezesTheSource) {

@@ -13,6 +13,7 @@ import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
 from vmtest import VmTestCase, main  # noqa: E402
+from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -22,6 +23,9 @@ PORT = 7070
 
 
 COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"
+PIPELINE_AND_ZOMBIES = (
+    "i=0; (while :; do echo $i; i=$((i+1)); sleep 0.2; done) | cat | "
+    "while read n; do echo $n >> /out/count.log; done & sleep 0 & sleep 0 & exec sleep 1000000")
 
 
 def make_bundle(scratch, name="bundle", script=COUNTER, own_netns=True):
@@ -120,14 +124,8 @@ class CheckpointTest(Base):
         self.sh(tb, 0, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
 
 
-class MigrateTest(Base):
-    def two_guests(self, key1=KEY):
-        tb = self.boot(2, rxe=False)
-        b = make_bundle(tb.scratch)
-        self.setup_guest(tb, 0, b)
-        self.setup_guest(tb, 1, b, key=key1)
-        return tb
-
+class Receiving:
+    """crx receive --once on g1, crx migrate c1 from g0."""
     def start_receiver(self, tb):
         h = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
                         f"--image-dir /run/crx-migrate --format json")
@@ -141,6 +139,15 @@ class MigrateTest(Base):
     def migrate(self, tb, extra=""):
         return tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
                          f"--format json {extra}", timeout=900)
+
+
+class MigrateTest(Receiving, Base):
+    def two_guests(self, key1=KEY):
+        tb = self.boot(2, rxe=False)
+        b = make_bundle(tb.scratch)
+        self.setup_guest(tb, 0, b)
+        self.setup_guest(tb, 1, b, key=key1)
+        return tb
 
     def test_counter_moves_and_keeps_counting(self):
         tb = self.two_guests()
@@ -332,6 +339,250 @@ class MigrateTest(Base):
         self.assertNotEqual(rc, 0)
         self.assertIn("is `crx receive` listening there?", err)
         self.assertEqual(self.state(tb, 0)[0], "running")
+
+
+class ContainerStateMigrateTest(Receiving, Base):
+    """Everything the container is moves, or the migration refuses before it
+    freezes anything (issue 16): processes outside the init's tree (crx
+    exec), the paused state, resources changed with crx update, the
+    annotations, owner, pid file and cgroup path. One pair of guests for all
+    cases; each case starts a fresh c1 and removes it."""
+    tb = None
+
+    @classmethod
+    def setUpClass(cls):
+        t = time.monotonic()
+        cls.tb = Testbed(2, rxe=False).start()
+        print(f"booted 2 guests in {time.monotonic() - t:.1f} s", flush=True)
+        try:
+            b = make_bundle(cls.tb.scratch)
+            cfg = os.path.join(b, "config.json")
+            with open(cfg) as f:
+                spec = json.load(f)
+            spec["annotations"] = {"org.example.owner-team": "migration", "io.crx.test": "16"}
+            # Which hooks run where: each appends its name to out/hooks.log.
+            log = os.path.join(cls.tb.scratch, "out", "hooks.log")
+            spec["hooks"] = {h: [{"path": "/bin/sh", "args": ["sh", "-c", f"echo {h} >> {log}"]}]
+                             for h in ("prestart", "createRuntime", "poststart")}
+            # A host path each guest has on its own (not the shared scratch).
+            spec["mounts"].append({"destination": "/extra", "type": "bind",
+                                   "source": "/tmp/extra-src", "options": ["rbind", "ro"]})
+            with open(cfg, "w") as f:
+                json.dump(spec, f)
+            # Init execs a process that never waits: the two `sleep 0` stay
+            # its zombies; the count goes through a pipeline of three.
+            z = make_bundle(cls.tb.scratch, name="bundle-z", script=PIPELINE_AND_ZOMBIES)
+            for k in (0, 1):
+                cls.tb.run(k, f"cp -a {b} /tmp/bundle && cp -a {z} /tmp/bundle-z && "
+                              f"printf %s {KEY} > /tmp/key && "
+                              "chmod 600 /tmp/key && mkdir -p /tmp/extra-src", check=True)
+        except BaseException:
+            cls.tb.close()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if cls.tb:
+            cls.tb.close()
+
+    def setUp(self):
+        tb = self.tb
+        for k in (0, 1):
+            tb.run(k, f"pkill -9 -f 'crx [r]eceive'; {CRX} delete -f c1 2>/dev/null; "
+                      "rm -f /run/c1.pid; mkdir -p /tmp/extra-src", timeout=120)
+        for f in ("count.log", "x", "hooks.log"):
+            try:
+                os.unlink(os.path.join(tb.scratch, "out", f))
+            except FileNotFoundError:
+                pass
+
+    def output_changes(self, k, path):
+        """True when the exec'd writer still rewrites path within 3 s."""
+        first = self.sh(self.tb, k, f"cat {path} 2>/dev/null || true")
+        for _ in range(6):
+            time.sleep(0.5)
+            if self.sh(self.tb, k, f"cat {path} 2>/dev/null || true") != first:
+                return True
+        return False
+
+    def test_execd_process_refused_then_left_behind_with_kill_exec(self):
+        tb = self.tb
+        self.run_counter(tb)
+        x = f"{tb.scratch}/out/x"
+        self.sh(tb, 0, f"{CRX} exec -d --pid-file /tmp/exec.pid c1 sh -c 'exec </dev/null "
+                       ">/dev/null 2>&1; while :; do date +%s.%N > /out/x; sleep 0.2; done'")
+        epid = int(self.sh(tb, 0, "cat /tmp/exec.pid"))
+        self.assertTrue(self.output_changes(0, x), "the exec'd writer does not run")
+        rh = self.start_receiver(tb)
+        # Refused before anything is frozen: one line naming pid and command.
+        rc, out, err = self.migrate(tb)
+        print("refused:", err, flush=True)
+        self.assertNotEqual(rc, 0)
+        lines = [ln for ln in err.splitlines() if ln.strip()]
+        self.assertEqual(len(lines), 1, err)
+        self.assertIn("outside its init's process tree", err)
+        self.assertIn(f"{epid} (sh -c exec </dev/null", err)
+        self.assertIn("--kill-exec", err)
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.assertEqual(tb.run(0, f"kill -0 {epid}")[0], 0, "the exec'd process must live on")
+        self.assertTrue(self.output_changes(0, x), "the exec'd writer stopped")
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
+        # crx checkpoint refuses the same way, before it writes anything.
+        rc, out, err = tb.run(0, f"{CRX} checkpoint --image-path /tmp/img-refused c1", timeout=300)
+        self.assertNotEqual(rc, 0)
+        self.assertIn(f"{epid} (sh -c", err)
+        self.assertIn("--kill-exec", err)
+        self.assertEqual(tb.run(0, "test -e /tmp/img-refused")[0], 1, "images were written")
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.assertIsNone(self.state(tb, 1)[0])
+        # Accepted loss: the container moves, the exec'd process is reported
+        # and dies with the source.
+        rc, out, err = self.migrate(tb, "--kill-exec")
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        report = json.loads(out.strip().splitlines()[-1])
+        self.assertTrue(any(p.startswith(f"{epid} (sh -c") for p in report.get("left_out", [])),
+                        report)
+        moved = [p["pid"] for p in report["inventory"]["processes"]]
+        self.assertNotIn(epid, moved, "the inventory lists what moves")
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        self.assertNotEqual(tb.run(0, f"kill -0 {epid}")[0], 0, "the exec'd process must be gone")
+        self.assertFalse(self.output_changes(1, x), "nobody may write x after the move")
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
+
+    def test_missing_bind_source_on_the_destination_is_refused_up_front(self):
+        tb = self.tb
+        self.run_counter(tb)
+        self.sh(tb, 1, "rmdir /tmp/extra-src")
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        print("refused:", err, flush=True)
+        self.assertNotEqual(rc, 0)
+        self.assertNotEqual(rrc, 0)
+        self.assertIn("bind mount /extra: /tmp/extra-src does not exist on the destination", err)
+        report = json.loads(out.strip().splitlines()[-1])
+        self.assertEqual(report["outcome"], "rolled back")
+        self.assertNotIn("freeze", [p["name"] for p in report["phases"]],
+                         "refused before the source froze")
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        self.assertIsNone(self.state(tb, 1)[0])
+        self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
+
+    def processes(self, k):
+        """(pid, state, ppid) of every process in c1's pid namespace, as seen
+        inside it (the exec'd reader included)."""
+        out = self.sh(self.tb, k, f"{CRX} exec c1 sh -c 'cat /proc/[0-9]*/stat'")
+        procs = []
+        for line in out.splitlines():
+            if ")" not in line:
+                continue
+            rest = line[line.rindex(")") + 2:].split()
+            procs.append((int(line.split()[0]), rest[0], int(rest[1])))
+        return procs
+
+    def test_pipeline_and_zombies_of_init_migrate_intact(self):
+        tb = self.tb
+        self.sh(tb, 0, f"{CRX} run -d -b /tmp/bundle-z c1 </dev/null >/dev/null 2>&1", timeout=300)
+        self.wait_for_count(tb, 3)
+
+        def shape(k):
+            procs = self.processes(k)
+            zombies = [p for p in procs if p[1] == "Z" and p[2] == 1]
+            # init (1), the pipeline's three stages (children of init)
+            stages = [p for p in procs if p[1] != "Z" and p[2] == 1]
+            return len(zombies), len(stages)
+        before = shape(0)
+        self.assertEqual(before[0], 2, "init must have its two zombies")
+        self.assertGreaterEqual(before[1], 3, "the pipeline's three stages")
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        self.assertEqual(shape(1), before, "zombies and pipeline stages as they were")
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
+
+    def test_paused_container_arrives_paused_and_resumes(self):
+        tb = self.tb
+        self.run_counter(tb)
+        self.sh(tb, 0, f"{CRX} pause c1")
+        self.assertEqual(self.state(tb, 0)[0], "paused")
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb, "--pre-copy 1")
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        self.assertTrue(json.loads(out.strip().splitlines()[-1]).get("paused"), out)
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "paused")
+        self.assertEqual(self.cgroup_read(1, "cgroup.freeze"), "1")
+        stopped = self.counts(tb)
+        time.sleep(2)
+        self.assertEqual(self.counts(tb), stopped, "a paused container counted on")
+        self.sh(tb, 1, f"{CRX} resume c1")
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        self.assert_counts_continuously(self.wait_for_count(tb, stopped[-1] + 2))
+
+    def cgroup_dir(self, k):
+        pid = json.loads(self.sh(self.tb, k, f"{CRX} state c1"))["pid"]
+        line = self.sh(self.tb, k, f"cat /proc/{pid}/cgroup").strip().splitlines()
+        v2 = [ln.split(":", 2)[2] for ln in line if ln.startswith("0::")]
+        self.assertTrue(v2, f"the guests are expected to run cgroup v2: {line}")
+        return v2[0]
+
+    def cgroup_read(self, k, name):
+        return self.sh(self.tb, k, f"cat /sys/fs/cgroup{self.cgroup_dir(k)}/{name}").strip()
+
+    def container_view(self, k):
+        st = json.loads(self.sh(self.tb, k, f"{CRX} state c1"))
+        view = {"cgroup": self.cgroup_dir(k),
+                "annotations": st.get("annotations"),
+                "owner": st.get("owner"),
+                "pid file": self.sh(self.tb, k, "cat /run/c1.pid").strip() == str(st["pid"])}
+        for f in ("memory.max", "pids.max", "cpu.max", "cpu.weight"):
+            view[f] = self.cgroup_read(k, f)
+        return view
+
+    def test_updated_resources_and_state_survive(self):
+        tb = self.tb
+        self.sh(tb, 0, f"{CRX} run -d --pid-file /run/c1.pid -b /tmp/bundle c1 "
+                       "</dev/null >/dev/null 2>&1", timeout=300)
+        self.wait_for_count(tb, 3)
+        self.sh(tb, 0, f"{CRX} update --memory 96m --pids-limit 77 --cpu-quota 30000 "
+                       "--cpu-period 100000 --cpu-shares 512 c1")
+        before = self.container_view(0)
+        init = json.loads(self.sh(tb, 0, f"{CRX} state c1"))["pid"]
+        print("source:", before, flush=True)
+        self.assertEqual(before["memory.max"], str(96 << 20))
+        self.assertEqual(before["pids.max"], "77")
+        self.assertEqual(before["cpu.max"], "30000 100000")
+        self.assertEqual(before["annotations"]["io.crx.test"], "16")
+        self.assertTrue(before["pid file"])
+        hooks = f"cat {tb.scratch}/out/hooks.log"
+        self.assertEqual(self.sh(tb, 0, hooks).split(), ["prestart", "createRuntime", "poststart"])
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        after = self.container_view(1)
+        print("destination:", after, flush=True)
+        # The manifest's inventory, as the report shows it.
+        inv = json.loads(out.strip().splitlines()[-1])["inventory"]
+        self.assertIn(init, [p["pid"] for p in inv["processes"]])
+        self.assertEqual(sorted(m["destination"] for m in inv["bind_mounts"]), ["/extra", "/out"])
+        self.assertGreater(inv["memory_bytes"], 0)
+        self.assertEqual(after, before)
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        # As runc restores: prestart and createRuntime again, not poststart.
+        self.assertEqual(self.sh(tb, 1, hooks).split(),
+                         ["prestart", "createRuntime", "poststart", "prestart", "createRuntime"])
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
 
 
 class TcpMigrateTest(Base):

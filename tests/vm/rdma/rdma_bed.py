@@ -90,9 +90,11 @@ class RdmaBedCase(VmTestCase):
     def out(self, name):
         return os.path.join(self.tb.scratch, "out", name)
 
-    def make_bundle(self, cid, port, seq_args=""):
+    def make_bundle(self, cid, port, seq_args="", command=None):
         """A bundle in the scratch dir (same path in every guest) whose
-        process is the receiver, stdout/stderr into /out/<cid>.json|.err."""
+        process is the receiver, stdout/stderr into /out/<cid>.json|.err.
+        command: crx-verbs-seq's whole argument string instead of the
+        receiver's (e.g. "send --connect HOST --port P ..."), same stdio."""
         b = os.path.join(self.tb.scratch, "bundle-" + cid)
         os.makedirs(b)
         with open(os.path.join(ROOT, "bundles", "rdma-seq", "config.json")) as f:
@@ -100,11 +102,13 @@ class RdmaBedCase(VmTestCase):
         spec["root"]["path"] = self.rootfs
         # stdio from the container's own /dev/null and /out: what `crx run
         # -d` hands over lives in a mount CRIU cannot see from inside.
+        if command is None:
+            command = (f"recv --port {port} --stall-timeout 0 --progress 5 {RECV_MODE} "
+                       f"--ready-file /out/{cid}.ready {seq_args}")
         spec["process"]["args"] = [
             "sh", "-c",
             f"exec </dev/null >/out/{cid}.json 2>/out/{cid}.err; "
-            f"exec crx-verbs-seq recv --port {port} --stall-timeout 0 --progress 5 {RECV_MODE} "
-            f"--ready-file /out/{cid}.ready {seq_args}"]
+            f"exec crx-verbs-seq {command}"]
         spec["mounts"].append({"destination": "/out", "type": "bind",
                                "source": os.path.join(self.tb.scratch, "out"),
                                "options": ["rbind", "rw"]})
@@ -200,22 +204,24 @@ class RdmaBedCase(VmTestCase):
             time.sleep(0.5)
         self.fail("crx receive did not start listening")
 
-    def try_migrate(self, cid, src, dst):
+    def try_migrate(self, cid, src, dst, args=""):
         """crx migrate cid from guest src to guest dst (crx receive --once
-        there): (rc, stdout, stderr, receiver rc, receiver log, seconds)."""
+        there): (rc, stdout, stderr, receiver rc, receiver log, seconds).
+        args: more `crx migrate` flags (e.g. "--pre-copy 2")."""
         log = f"/tmp/receive-{cid}-{dst}.log"
         rh = self.start_receive(dst, log)
         t = time.monotonic()
         rc, out, err = self.tb.run(src, f"{CRX} migrate {cid} --to {self.tb.ip(dst)}:{MPORT} "
-                                        f"--key /tmp/key --format json", timeout=900)
+                                        f"--key /tmp/key --format json {args}", timeout=900)
         took = time.monotonic() - t
         rrc, rout, rerr = self.tb.wait(rh, timeout=300)
         rlog = rout + self.tb.run(dst, f"cat {log}")[1]
         return rc, out, err, rrc, rlog, took
 
-    def migrate(self, cid, src, dst):
-        """crx migrate cid from guest src to guest dst; returns the report."""
-        rc, out, err, rrc, rlog, took = self.try_migrate(cid, src, dst)
+    def migrate(self, cid, src, dst, args=""):
+        """crx migrate cid from guest src to guest dst; returns the report.
+        args: more `crx migrate` flags."""
+        rc, out, err, rrc, rlog, took = self.try_migrate(cid, src, dst, args)
         rout = ""
         self.assertEqual(rc, 0, f"migrate g{src}->g{dst} failed:\n{out}\n{err}\n"
                                 f"receiver ({rrc}):\n{rout}\n{rlog}")

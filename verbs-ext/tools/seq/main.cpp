@@ -14,11 +14,13 @@
 
 namespace crx::verbs_seq {
 volatile int g_stop_signal = 0;
+volatile int g_finish_signal = 0;
 }
 
 namespace {
 
 void on_stop(int sig) { crx::verbs_seq::g_stop_signal = sig; }
+void on_finish(int sig) { crx::verbs_seq::g_finish_signal = sig; }
 
 void install_stop_handlers() {
   struct sigaction sa {};
@@ -28,6 +30,8 @@ void install_stop_handlers() {
   // loops check the flag at least every 100 ms.
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = on_finish;
+  sigaction(SIGUSR1, &sa, nullptr);
 }
 
 // Lets a test see that the traffic has started, e.g. before it checkpoints.
@@ -50,6 +54,11 @@ int main(int argc, char** argv) {
   try {
     Options o = parse_options(argc, argv);
     install_stop_handlers();
+    if (o.role == Role::Idle) {
+      Summary sum = run_idle(o, [&] { write_ready_file(o.ready_file); });
+      std::printf("%s\n", summary_json(sum).c_str());
+      return sum.ok() ? 0 : 1;
+    }
     Session s = open_session(o);
     if (o.role == Role::Recv) post_initial_receives(s, o);
     connect_session(s, o);

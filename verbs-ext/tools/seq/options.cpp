@@ -16,6 +16,11 @@ Options parse_options(int argc, char** argv) {
   app.require_subcommand(1, 1);
   auto* send = app.add_subcommand("send", "post messages");
   auto* recv = app.add_subcommand("recv", "receive and check messages");
+  auto* idle = app.add_subcommand(
+      "idle",
+      "open no device and create no verbs object; only hold (and write) the memory a receiver "
+      "with the same --qps, --window, --size and --mr-size would, until --duration passes or "
+      "SIGTERM: the same process without verbs objects, as a baseline for migration benchmarks");
 
   for (auto* sub : {send, recv}) {
     sub->add_option("--connect", o.connect_host, "exchange QP info by connecting to HOST (else listen)");
@@ -36,6 +41,10 @@ Options parse_options(int argc, char** argv) {
     sub->add_option("--rnr-retry", o.rnr_retry, "QP RNR retry count (7 = forever)")->capture_default_str()->check(CLI::Range(0, 7));
     sub->add_option("--stall-timeout", o.stall_timeout_s, "fail after this many seconds without a completion (0 = never)")
         ->capture_default_str();
+    sub->add_option("--stall-list", o.stall_list_s,
+                    "list every stall longer than SEC seconds in the summary (\"stalls\": when it "
+                    "ended as Unix time, its length as counted for max_stall_s, and as the plain "
+                    "clock difference)");
     sub->add_option("--progress", o.progress_s, "print a JSON progress line on stderr every N seconds");
     sub->add_option("--ready-file", o.ready_file,
                     "write this file (our pid) once set-up is done and traffic starts");
@@ -43,10 +52,27 @@ Options parse_options(int argc, char** argv) {
     // Accepted by both roles so one argument list serves both; the receiver
     // learns the real total from the sender's last message.
     sub->add_option("--count", o.count, "data messages per QP (sender)")->capture_default_str();
-    sub->add_option("--duration", o.duration_s, "send for this many seconds instead of --count (sender)");
+    sub->add_option("--duration", o.duration_s,
+                    "send for this many seconds instead of --count (sender); SIGUSR1 also ends "
+                    "the sending early: FIN on every QP, normal exit");
     sub->add_option("--rate", o.rate, "messages per second over all QPs, 0 = unlimited (sender)");
   }
   recv->add_flag("--srq", o.srq, "all QPs receive from one shared receive queue");
+  for (auto* sub : {send, recv, idle}) {
+    sub->add_option("--mr-size", o.mr_size,
+                    "register one more MR of this size (bytes, or with a unit: 16MiB, 1G), every "
+                    "page written before the traffic starts; idle: only allocate and write it")
+        ->transform(CLI::AsSizeValue(false));
+  }
+  idle->add_option("--qps", o.qps, "as recv: the message buffer holds qps x window x size bytes")
+      ->capture_default_str()->check(CLI::Range(1u, 4096u));
+  idle->add_option("--size", o.size, "as recv")->capture_default_str()
+      ->check(CLI::Range(kMinMessageSize, size_t{1} << 30));
+  idle->add_option("--window", o.window, "as recv")->capture_default_str()
+      ->check(CLI::Range(1u, 16384u));
+  idle->add_option("--duration", o.duration_s, "exit after this many seconds (0: at SIGTERM/SIGINT)");
+  idle->add_option("--progress", o.progress_s, "print a JSON progress line on stderr every N seconds");
+  idle->add_option("--ready-file", o.ready_file, "write this file (our pid) once the memory is written");
   send->add_option("--inject-dup", o.inject_dup, "debug: send this sequence number twice on QP 0");
   send->add_option("--inject-skip", o.inject_skip, "debug: never send this sequence number on QP 0");
 
@@ -55,7 +81,7 @@ Options parse_options(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     std::exit(app.exit(e));
   }
-  o.role = app.got_subcommand(send) ? Role::Send : Role::Recv;
+  o.role = app.got_subcommand(send) ? Role::Send : app.got_subcommand(idle) ? Role::Idle : Role::Recv;
   if (o.srq && o.role == Role::Send) throw Error("--srq is a receiver option");
   return o;
 }

@@ -6,7 +6,9 @@
 
 namespace crx::verbs_seq {
 
-enum class Role { Send, Recv };
+// Idle: no verbs at all, only the memory a receiver would hold (a baseline
+// for migration benchmarks: the same container without verbs objects).
+enum class Role { Send, Recv, Idle };
 
 struct Options {
   Role role = Role::Recv;
@@ -28,6 +30,7 @@ struct Options {
   unsigned window = 16;       // outstanding sends (or posted receives) per QP
   double rate = 0;            // messages per second over all QPs, 0 = unlimited
   bool verify_payload = false;
+  size_t mr_size = 0;         // > 0: one more MR of this many bytes, every page written
 
   // QP attributes: rxe treats retry_cnt/rnr_retry 7 as "retry forever".
   int timeout = 14;
@@ -36,6 +39,7 @@ struct Options {
 
   double stall_timeout_s = 60;  // no completion for this long = fail; 0 = never
   double progress_s = 0;        // > 0: a JSON progress line on stderr this often
+  double stall_list_s = 0;      // > 0: list every stall longer than this in the summary
   bool busy_poll = false;
   std::string ready_file;       // written once set-up is done and traffic starts
 

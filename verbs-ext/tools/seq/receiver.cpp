@@ -48,6 +48,7 @@ class Receiver {
     sum_.qps = o.qps;
     sum_.srq = o.srq;
     sum_.size = o.size;
+    sum_.mr_size = o.mr_size;
   }
 
   Summary run() {
@@ -85,7 +86,7 @@ class Receiver {
       sum_.add_error("ended before every QP finished");
     sum_.interrupted = g_stop_signal != 0;
     sum_.elapsed_s = now_s() - watch_.start();
-    sum_.max_stall_s = watch_.max_stall();
+    watch_.report(sum_);
     return sum_;
   }
 

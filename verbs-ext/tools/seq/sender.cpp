@@ -17,6 +17,8 @@ struct SendQp {
   bool fin_posted = false;
   bool fin_done = false;
   bool dup_done = false;
+  double wait_from = 0;  // Watch::capped_clock() of the last completion, or of the
+                         // post that ended an idle spell (nothing outstanding)
   std::vector<uint32_t> free_slots;
   std::vector<bool> slot_is_fin;
 };
@@ -31,6 +33,7 @@ class Sender {
     sum_.role = Role::Send;
     sum_.qps = o.qps;
     sum_.size = o.size;
+    sum_.mr_size = o.mr_size;
   }
 
   Summary run() {
@@ -38,8 +41,14 @@ class Sender {
     while (!all_done() && !g_stop_signal && sum_.errors == 0) {
       double now = now_s();
       uint64_t budget = rate_budget(now);
-      bool stop_new = o_.duration_s > 0 && now - watch_.start() >= o_.duration_s;
-      for (unsigned q = 0; q < o_.qps && sum_.errors == 0; ++q) post_some(q, stop_new, budget);
+      bool stop_new = (o_.duration_s > 0 && now - watch_.start() >= o_.duration_s) || g_finish_signal;
+      // Round robin: a rate-limited budget of one message per wake-up goes
+      // to the QP after the one that got the last, not always to QP 0 first
+      // (every QP carries traffic at the same time, as in an application).
+      for (unsigned i = 0; i < o_.qps && sum_.errors == 0; ++i) {
+        unsigned q = (next_qp_ + i) % o_.qps;
+        if (post_some(q, stop_new, budget) && budget == 0) next_qp_ = (q + 1) % o_.qps;
+      }
       if (sum_.errors) break;
 
       int n = s_.cq->wait(wc.data(), static_cast<int>(wc.size()), wait_ms(now));
@@ -55,7 +64,8 @@ class Sender {
     }
     sum_.interrupted = g_stop_signal != 0;
     sum_.elapsed_s = now_s() - watch_.start();
-    sum_.max_stall_s = watch_.max_stall();
+    sum_.max_qp_stall_s = max_qp_stall_;
+    watch_.report(sum_);
     return sum_;
   }
 
@@ -86,8 +96,11 @@ class Sender {
     return ms;
   }
 
-  void post_some(unsigned q, bool stop_new, uint64_t& budget) {
+  // Posts what the window and budget allow on QP q; returns how many data
+  // messages it posted.
+  unsigned post_some(unsigned q, bool stop_new, uint64_t& budget) {
     SendQp& st = qps_[q];
+    unsigned data = 0;
     std::vector<ibv_send_wr> wrs;
     std::vector<ibv_sge> sges;
     wrs.reserve(st.free_slots.size());
@@ -117,9 +130,10 @@ class Sender {
           ++st.next_seq;
         --budget;
         ++posted_;
+        ++data;
       }
       st.slot_is_fin[slot] = fin;
-      ++st.outstanding;
+      if (st.outstanding++ == 0) st.wait_from = watch_.capped_clock();
       sges.push_back({reinterpret_cast<uintptr_t>(buf), static_cast<uint32_t>(len), s_.buffer->lkey()});
       ibv_send_wr wr{};
       wr.wr_id = (uint64_t{q} << 32) | slot;
@@ -128,7 +142,7 @@ class Sender {
       wr.num_sge = 1;
       wrs.push_back(wr);
     }
-    if (wrs.empty()) return;
+    if (wrs.empty()) return data;
     for (size_t i = 0; i < wrs.size(); ++i) {
       wrs[i].sg_list = &sges[i];
       wrs[i].next = i + 1 < wrs.size() ? &wrs[i + 1] : nullptr;
@@ -136,6 +150,7 @@ class Sender {
     ibv_send_wr* bad = nullptr;
     if (int err = ibv_post_send(s_.qps[q].get(), wrs.data(), &bad))
       sum_.add_error("ibv_post_send on QP " + std::to_string(q) + ": " + std::strerror(err));
+    return data;
   }
 
   void complete(const ibv_wc& wc) {
@@ -146,6 +161,9 @@ class Sender {
       return;
     }
     SendQp& st = qps_[q];
+    double t = watch_.capped_clock();
+    max_qp_stall_ = std::max(max_qp_stall_, t - st.wait_from);
+    st.wait_from = t;
     --st.outstanding;
     st.free_slots.push_back(slot);
     if (wc.status != IBV_WC_SUCCESS) {
@@ -166,6 +184,8 @@ class Sender {
   std::vector<SendQp> qps_;
   Summary sum_;
   uint64_t posted_ = 0;  // data messages posted, all QPs
+  unsigned next_qp_ = 0;  // where the next round of posting starts
+  double max_qp_stall_ = 0;
 };
 
 }  // namespace

@@ -59,6 +59,7 @@ Session open_session(const Options& o) {
   int cq_entries = static_cast<int>(o.qps * o.window + 1);
   s.cq = std::make_unique<CompletionQueue>(s.ctx.get(), cq_entries, o.busy_poll);
   s.buffer = std::make_unique<Buffer>(s.pd.get(), size_t{o.qps} * o.window * o.size);
+  if (o.mr_size) s.extra_mr = std::make_unique<Buffer>(s.pd.get(), o.mr_size, kExtraFill);
 
   if (o.srq) {
     ibv_srq_init_attr sa{};

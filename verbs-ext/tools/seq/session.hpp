@@ -17,6 +17,7 @@ struct Session {
   std::unique_ptr<CompletionQueue> cq;
   SrqPtr srq;
   std::unique_ptr<Buffer> buffer;
+  std::unique_ptr<Buffer> extra_mr;  // --mr-size: registered, written, never used
   std::vector<QpPtr> qps;
 
   QpSettings settings;
@@ -26,6 +27,10 @@ struct Session {
   // Slot i of the buffer holds one message; window slots per QP.
   char* slot(size_t i, size_t size) const { return buffer->data() + i * size; }
 };
+
+// What --mr-size memory is filled with (not zero: every page is a real,
+// distinct-from-zero page wherever it is copied).
+inline constexpr unsigned char kExtraFill = 0xa5;
 
 // Opens the device and creates every object; QPs end up in INIT.
 Session open_session(const Options& o);

@@ -4,8 +4,12 @@
 
 namespace crx::verbs_seq {
 
+static const char* role_name(Role r) {
+  return r == Role::Send ? "send" : r == Role::Recv ? "recv" : "idle";
+}
+
 static nlohmann::json common(const Summary& s) {
-  return {{"role", s.role == Role::Send ? "send" : "recv"},
+  return {{"role", role_name(s.role)},
           {"messages", s.messages},
           {"bytes", s.bytes},
           {"errors", s.errors},
@@ -23,7 +27,14 @@ std::string summary_json(const Summary& s) {
     j["missing"] = s.seq.missing;
     j["unexpected"] = s.seq.beyond_total;
   }
+  if (s.mr_size) j["mr_size"] = s.mr_size;
   j["max_stall_s"] = s.max_stall_s;
+  if (s.max_qp_stall_s >= 0) j["max_qp_stall_s"] = s.max_qp_stall_s;
+  if (s.stalls_listed) {
+    auto& list = j["stalls"] = nlohmann::json::array();
+    for (const auto& st : s.stalls)
+      list.push_back({{"end_unix_s", st.end_unix_s}, {"s", st.seconds}, {"raw_s", st.raw_seconds}});
+  }
   if (s.elapsed_s > 0) j["msg_per_s"] = static_cast<double>(s.messages) / s.elapsed_s;
   if (s.interrupted) j["interrupted"] = true;
   if (!s.first_error.empty()) j["first_error"] = s.first_error;

@@ -3,11 +3,22 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "seq/checker.hpp"
 #include "seq/options.hpp"
 
 namespace crx::verbs_seq {
+
+// One stall longer than --stall-list: when it ended (CLOCK_REALTIME, so a
+// test can line it up with other machines' logs), its length as counted for
+// max_stall_s (steps capped at 1 s) and as the plain CLOCK_MONOTONIC
+// difference (the two differ only if the loop did not run for over a second).
+struct Stall {
+  double end_unix_s = 0;
+  double seconds = 0;
+  double raw_seconds = 0;
+};
 
 struct Summary {
   Role role = Role::Recv;
@@ -20,6 +31,13 @@ struct Summary {
   uint64_t errors = 0;    // bad completions, corrupt or misrouted messages, stalls
   double elapsed_s = 0;
   double max_stall_s = 0;  // longest wait for a completion while work was pending
+  // Sender: the longest wait of any one QP for its next completion while it
+  // had sends outstanding (max_stall_s ends at the first completion of any
+  // QP); < 0 = not measured (receiver, idle).
+  double max_qp_stall_s = -1;
+  bool stalls_listed = false;  // --stall-list given: "stalls" is printed, maybe empty
+  std::vector<Stall> stalls;
+  size_t mr_size = 0;         // --mr-size
   bool interrupted = false;
   std::string first_error;
 

@@ -57,23 +57,24 @@ LocalInfo query_local(ibv_context* ctx, int port, int gid_index) {
   return info;
 }
 
-Buffer::Buffer(ibv_pd* pd, size_t bytes) : bytes_(bytes) {
+Memory::Memory(size_t bytes, unsigned char fill) : bytes_(bytes) {
   void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw_errno("mmap " + std::to_string(bytes_) + " bytes");
   data_ = static_cast<char*>(p);
-  std::memset(data_, 0, bytes_);
-  mr_.reset(ibv_reg_mr(pd, data_, bytes_, IBV_ACCESS_LOCAL_WRITE));
+  std::memset(data_, fill, bytes_);
+}
+
+Memory::~Memory() { munmap(data_, bytes_); }
+
+Buffer::Buffer(ibv_pd* pd, size_t bytes, unsigned char fill) : mem_(bytes, fill) {
+  mr_.reset(ibv_reg_mr(pd, mem_.data(), bytes, IBV_ACCESS_LOCAL_WRITE));
   if (!mr_) {
     int err = errno;
-    munmap(data_, bytes_);
-    throw_errno("ibv_reg_mr " + std::to_string(bytes_) + " bytes", err);
+    throw_errno("ibv_reg_mr " + std::to_string(bytes) + " bytes", err);
   }
 }
 
-Buffer::~Buffer() {
-  mr_.reset();
-  munmap(data_, bytes_);
-}
+Buffer::~Buffer() { mr_.reset(); }
 
 static void modify(ibv_qp* qp, ibv_qp_attr& attr, int mask, const char* what) {
   if (int err = ibv_modify_qp(qp, &attr, mask))

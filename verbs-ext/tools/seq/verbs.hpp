@@ -45,19 +45,33 @@ ContextPtr open_device(const std::string& name);
 int pick_gid_index(ibv_context* ctx, int port, int requested);
 LocalInfo query_local(ibv_context* ctx, int port, int gid_index);
 
-// Page-aligned memory registered for local access.
-class Buffer {
+// Private anonymous memory with every byte written (fill), so that each page
+// is really there (a migration has to move it); unmapped on destruction.
+class Memory {
  public:
-  Buffer(ibv_pd* pd, size_t bytes);
-  ~Buffer();
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
+  Memory(size_t bytes, unsigned char fill);
+  ~Memory();
+  Memory(const Memory&) = delete;
+  Memory& operator=(const Memory&) = delete;
   char* data() const { return data_; }
-  uint32_t lkey() const { return mr_->lkey; }
 
  private:
   char* data_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// Page-aligned memory registered for local access.
+class Buffer {
+ public:
+  Buffer(ibv_pd* pd, size_t bytes, unsigned char fill = 0);
+  ~Buffer();
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  char* data() const { return mem_.data(); }
+  uint32_t lkey() const { return mr_->lkey; }
+
+ private:
+  Memory mem_;
   MrPtr mr_;
 };
 

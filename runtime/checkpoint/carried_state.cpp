@@ -1,0 +1,71 @@
+#include "checkpoint/carried_state.hpp"
+
+#include "common/error.hpp"
+#include "common/fs.hpp"
+
+namespace crx::checkpoint {
+namespace {
+
+[[noreturn]] void malformed(const std::string& field) {
+  throw Error(std::string(kCarriedStateFile) + ": \"" + field + "\" is missing or malformed");
+}
+
+}  // namespace
+
+nlohmann::json CarriedState::to_json() const {
+  return {{"resources", resources}, {"annotations", annotations}, {"owner", owner},
+          {"pid_file", pid_file},   {"paused", paused}};
+}
+
+CarriedState CarriedState::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error(std::string(kCarriedStateFile) + ": not a JSON object");
+  CarriedState c;
+  try {
+    c.resources = j.value("resources", nlohmann::json());
+    if (!c.resources.is_null() && !c.resources.is_object()) malformed("resources");
+    if (j.contains("annotations"))
+      c.annotations = j.at("annotations").get<std::map<std::string, std::string>>();
+    c.owner = j.value("owner", "");
+    c.pid_file = j.value("pid_file", "");
+    c.paused = j.value("paused", false);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string(kCarriedStateFile) + ": " + e.what());
+  }
+  return c;
+}
+
+CarriedState carried_state_of(const state::ContainerState& st, bool paused) {
+  CarriedState c;
+  if (st.config.is_object() && st.config.contains("linux") && st.config["linux"].is_object() &&
+      st.config["linux"].contains("resources"))
+    c.resources = st.config["linux"]["resources"];
+  c.annotations = st.annotations;
+  c.owner = st.owner;
+  c.pid_file = st.pid_file;
+  c.paused = paused;
+  return c;
+}
+
+void write_carried_state(const std::string& images_dir, const CarriedState& c) {
+  // Not via a temporary name: a migration streams each file of the images
+  // dir as it is closed, under the name it has then.
+  write_file(images_dir + "/" + kCarriedStateFile, c.to_json().dump(), 0600);
+}
+
+std::optional<CarriedState> read_carried_state(const std::string& images_dir) {
+  std::string path = images_dir + "/" + kCarriedStateFile;
+  if (!path_exists(path)) return std::nullopt;
+  auto j = nlohmann::json::parse(read_file(path), nullptr, false);
+  if (j.is_discarded()) throw Error(path + ": not JSON");
+  return CarriedState::from_json(j);
+}
+
+nlohmann::json config_with_resources(nlohmann::json config, const CarriedState& c) {
+  if (c.resources.is_object() && config.is_object()) {
+    if (!config["linux"].is_object()) config["linux"] = nlohmann::json::object();
+    config["linux"]["resources"] = c.resources;
+  }
+  return config;
+}
+
+}  // namespace crx::checkpoint

@@ -1,0 +1,44 @@
+// What a crx container is beyond its processes, carried next to the CRIU
+// images (crx-container.json in the images dir) so that `crx restore` and
+// the destination of `crx migrate` make the same container again: the
+// resources as `crx update` left them (the bundle's config.json still has
+// the ones from create), the annotations and owner, the pid file the
+// creator named, and whether it was paused. CRIU carries none of these: it
+// restores into the cgroup crx makes (cgroup properties are not restored
+// into an existing cgroup in its default mode) and a cgroup v2 freezer
+// state not at all.
+#pragma once
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "state/store.hpp"
+
+namespace crx::checkpoint {
+
+inline constexpr const char* kCarriedStateFile = "crx-container.json";
+
+struct CarriedState {
+  nlohmann::json resources;  // the saved config's linux.resources (null: none)
+  std::map<std::string, std::string> annotations;
+  std::string owner;
+  std::string pid_file;      // absolute, "" = none
+  bool paused = false;
+
+  nlohmann::json to_json() const;
+  // Throws crx::Error naming the field when it is malformed.
+  static CarriedState from_json(const nlohmann::json& j);
+};
+
+CarriedState carried_state_of(const state::ContainerState& st, bool paused);
+// Into images_dir (a file CRIU does not know and ignores).
+void write_carried_state(const std::string& images_dir, const CarriedState& c);
+// nullopt when the images carry none (made by an older crx or by runc).
+std::optional<CarriedState> read_carried_state(const std::string& images_dir);
+
+// The config with linux.resources replaced by c.resources (when set).
+nlohmann::json config_with_resources(nlohmann::json config, const CarriedState& c);
+
+}  // namespace crx::checkpoint

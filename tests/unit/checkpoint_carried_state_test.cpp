@@ -1,0 +1,65 @@
+// What crx carries next to the CRIU images (checkpoint/carried_state.hpp).
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "checkpoint/carried_state.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+
+namespace {
+
+using crx::checkpoint::CarriedState;
+
+crx::state::ContainerState updated_container() {
+  crx::state::ContainerState st;
+  st.id = "c1";
+  st.owner = "";
+  st.pid_file = "/run/c1.pid";
+  st.annotations = {{"io.crx.test", "16"}};
+  // The config as `crx update --memory 96m --pids-limit 77` left it.
+  st.config = nlohmann::json::parse(R"({
+    "ociVersion": "1.0.2",
+    "linux": {"resources": {"memory": {"limit": 100663296}, "pids": {"limit": 77}},
+              "cgroupsPath": "/crx/c1"}})");
+  return st;
+}
+
+TEST(CarriedState, TakesTheUpdatedResourcesAndTheContainersState) {
+  CarriedState c = crx::checkpoint::carried_state_of(updated_container(), true);
+  EXPECT_EQ(c.resources["memory"]["limit"], 100663296);
+  EXPECT_EQ(c.resources["pids"]["limit"], 77);
+  EXPECT_EQ(c.annotations.at("io.crx.test"), "16");
+  EXPECT_EQ(c.pid_file, "/run/c1.pid");
+  EXPECT_TRUE(c.paused);
+}
+
+TEST(CarriedState, RoundTripsThroughTheImagesDir) {
+  char tmpl[] = "/tmp/crx-carried-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  std::string dir = tmpl;
+  EXPECT_FALSE(crx::checkpoint::read_carried_state(dir)) << "images without the file";
+  CarriedState c = crx::checkpoint::carried_state_of(updated_container(), false);
+  crx::checkpoint::write_carried_state(dir, c);
+  auto back = crx::checkpoint::read_carried_state(dir);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->to_json(), c.to_json());
+  crx::write_file(dir + "/" + crx::checkpoint::kCarriedStateFile, R"({"paused": "yes"})");
+  EXPECT_THROW(crx::checkpoint::read_carried_state(dir), crx::Error);
+  crx::remove_tree(dir);
+}
+
+TEST(CarriedState, ReplacesOnlyTheResourcesOfTheBundlesConfig) {
+  auto bundle = nlohmann::json::parse(R"({
+    "ociVersion": "1.0.2", "process": {"args": ["sh"]},
+    "linux": {"resources": {"memory": {"limit": 33554432}}, "cgroupsPath": "/crx/c1"}})");
+  CarriedState c = crx::checkpoint::carried_state_of(updated_container(), false);
+  auto cfg = crx::checkpoint::config_with_resources(bundle, c);
+  EXPECT_EQ(cfg["linux"]["resources"]["memory"]["limit"], 100663296);
+  EXPECT_EQ(cfg["linux"]["resources"]["pids"]["limit"], 77);
+  EXPECT_EQ(cfg["linux"]["cgroupsPath"], "/crx/c1");
+  EXPECT_EQ(cfg["process"]["args"][0], "sh");
+  // Nothing carried: the bundle's config as it is.
+  EXPECT_EQ(crx::checkpoint::config_with_resources(bundle, CarriedState{}), bundle);
+}
+
+}  // namespace

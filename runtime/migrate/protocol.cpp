@@ -132,6 +132,33 @@ std::string to_json(const RestoreDone& r) {
   return json{{"restore_seconds", r.restore_seconds}, {"pid", r.pid}}.dump();
 }
 
+std::string to_json(const CommitAck& a) {
+  json j = json::object();
+  auto add = [&](const char* key, const std::string& text) {
+    if (text.empty()) return;
+    json v = json::parse(text, nullptr, false);
+    if (v.is_object()) j[key] = std::move(v);
+  };
+  add("verbs_restore", a.verbs_restore);
+  add("verbs_resume", a.verbs_resume);
+  return j.dump();
+}
+
+CommitAck parse_commit_ack(const std::string& text) {
+  CommitAck a;
+  if (text.empty()) return a;
+  json j = parse_object(text, "commit-ack");
+  auto get = [&](const char* key) {
+    auto it = j.find(key);
+    if (it == j.end()) return std::string();
+    if (!it->is_object()) throw Error(std::string("malformed commit-ack frame: \"") + key + "\" is not an object");
+    return it->dump();
+  };
+  a.verbs_restore = get("verbs_restore");
+  a.verbs_resume = get("verbs_resume");
+  return a;
+}
+
 RestoreDone parse_restore_done(const std::string& text) {
   const char* w = "restore-ok";
   json j = parse_object(text, w);

@@ -77,12 +77,23 @@ struct RestoreDone {
   int pid = 0;
 };
 
+// CommitAck's payload: what the destination's verbs plugin and crx wrote
+// about restoring verbs objects (rdma/plugin_stats.hpp's restore and resume
+// files, as they are), so that the sender's report has the whole verbs
+// part. Empty for a container without verbs objects and from receivers
+// that send none.
+struct CommitAck {
+  std::string verbs_restore;  // crx-verbs-restore.json, "" if none
+  std::string verbs_resume;   // crx-verbs-resume.json, "" if none
+};
+
 std::string to_json(const Manifest& m);
 std::string to_json(const Acceptance& a);
 std::string to_json(const RoundStart& r);
 std::string to_json(const RoundDone& r);
 std::string to_json(const RoundAck& r);
 std::string to_json(const RestoreDone& r);
+std::string to_json(const CommitAck& a);
 
 Manifest parse_manifest(const std::string& text);
 Acceptance parse_acceptance(const std::string& text);
@@ -90,5 +101,7 @@ RoundStart parse_round_start(const std::string& text);
 RoundDone parse_round_done(const std::string& text);
 RoundAck parse_round_ack(const std::string& text);
 RestoreDone parse_restore_done(const std::string& text);
+// "" (an older receiver) is an empty CommitAck.
+CommitAck parse_commit_ack(const std::string& text);
 
 }  // namespace crx::migrate

@@ -205,7 +205,15 @@ class Receiver {
     running_at_ = Clock::now();
     restore_started_ = false;  // it is ours now, even if the ack gets lost
     clock_.end();
-    conn_.send(FrameType::CommitAck);
+    conn_.send(FrameType::CommitAck, to_json(commit_ack(images_dir)));
+  }
+
+  // The verbs plugin's and crx's notes on the restore, for the sender's report.
+  static CommitAck commit_ack(const std::string& images_dir) {
+    CommitAck a;
+    a.verbs_restore = read_file_if_present(images_dir + "/" + rdma::kVerbsRestoreFile).value_or("");
+    a.verbs_resume = read_file_if_present(images_dir + "/" + rdma::kVerbsResumeFile).value_or("");
+    return a;
   }
 
   TcpListener& listener_;

@@ -140,8 +140,9 @@ class Sender {
     committing_ = true;
     clock_.begin("commit");
     conn_->send(FrameType::Commit);
-    conn_->expect(FrameType::CommitAck);
+    Frame ack = conn_->expect(FrameType::CommitAck);
     running_again_at_ = Clock::now();
+    add_destination_verbs(ack.payload);
     clock_.begin("destroy source");
     try {
       src_.destroy();
@@ -185,6 +186,20 @@ class Sender {
     r.page_bytes = parse_round_ack(conn_->expect(FrameType::RoundAck).payload).page_bytes;
     r.seconds = seconds_since(t0);
     return r;
+  }
+
+  // The destination's part of the verbs report (recreate, pin, resume).
+  // Committed already: a note that does not parse costs only the report.
+  void add_destination_verbs(const std::string& payload) {
+    try {
+      CommitAck a = parse_commit_ack(payload);
+      if (a.verbs_restore.empty() && a.verbs_resume.empty()) return;
+      if (!rep_.verbs) rep_.verbs.emplace();
+      if (!a.verbs_restore.empty()) rep_.verbs->restore = rdma::parse_verbs_restore_stats(a.verbs_restore);
+      if (!a.verbs_resume.empty()) rep_.verbs->resume = rdma::parse_verbs_resume_stats(a.verbs_resume);
+    } catch (const std::exception& e) {
+      rep_.error = std::string("migrated; the destination's verbs report was unreadable: ") + e.what();
+    }
   }
 
   void rollback(const std::string& reason) {

@@ -99,6 +99,7 @@ struct FakeDestination : DestinationSide {
   int restores = 0, discards = 0, resumed = 0;
   std::string restored_core, parent_link;
   bool empty_inventory = false;
+  std::string verbs_note;  // written as the verbs plugin's restore note
 
   Acceptance accept(const Manifest& man) override {
     if (man.id == "exists-here") throw crx::Error("container exists-here already exists");
@@ -117,6 +118,7 @@ struct FakeDestination : DestinationSide {
     empty_inventory = ::stat((dir + "/inventory.img").c_str(), &st) == 0 && st.st_size == 0;
     char buf[64] = {};
     if (::readlink((dir + "/parent").c_str(), buf, sizeof buf - 1) > 0) parent_link = buf;
+    if (!verbs_note.empty()) crx::write_file(dir + "/crx-verbs-restore.json", verbs_note);
     hold();  // throws when the sender does not commit: then nothing resumes
     ++resumed;
     return 4242;
@@ -437,3 +439,38 @@ TEST(MigrateProtocol, ManifestParsingNamesTheProblem) {
 }
 
 }  // namespace
+
+TEST(MigrateProtocol, DestinationVerbsTimesReachTheSendersReport) {
+  Harness h;
+  h.dst.verbs_note =
+      R"({"ok":true,"recreate_ms":12.5,"pin_ms":3.25,"resume_ms":7,"objects":{"qp":16,"cq":1}})";
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  ASSERT_TRUE(r.sender.verbs.has_value());
+  ASSERT_TRUE(r.sender.verbs->restore.has_value());
+  EXPECT_TRUE(r.sender.verbs->restore->ok);
+  EXPECT_DOUBLE_EQ(r.sender.verbs->restore->recreate_ms, 12.5);
+  EXPECT_DOUBLE_EQ(r.sender.verbs->restore->pin_ms, 3.25);
+  EXPECT_DOUBLE_EQ(r.sender.verbs->resume_ms(), 7);
+  EXPECT_EQ(r.sender.verbs->objects().at("qp"), 16u);
+  EXPECT_NE(r.sender.to_json().find("\"recreate_ms\":12.5"), std::string::npos);
+}
+
+TEST(MigrateProtocol, CommitAckParsing) {
+  using crx::migrate::CommitAck;
+  using crx::migrate::parse_commit_ack;
+  CommitAck none = parse_commit_ack("");  // a receiver that sends no notes
+  EXPECT_TRUE(none.verbs_restore.empty());
+  EXPECT_TRUE(none.verbs_resume.empty());
+  CommitAck a = parse_commit_ack(crx::migrate::to_json(CommitAck{R"({"ok":true})", ""}));
+  EXPECT_EQ(a.verbs_restore, R"({"ok":true})");
+  EXPECT_TRUE(a.verbs_resume.empty());
+  // a note that is not JSON is left out rather than sent
+  EXPECT_EQ(crx::migrate::to_json(CommitAck{"not json", ""}), "{}");
+  try {
+    parse_commit_ack(R"({"verbs_restore":5})");
+    FAIL() << "a note that is not an object must be refused";
+  } catch (const crx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("verbs_restore"), std::string::npos) << e.what();
+  }
+}

@@ -14,14 +14,27 @@ summary goes to /out (a bind mount of the test bed's scratch dir, so the
 host reads it wherever the container runs). The partner is a plain
 crx-verbs-seq sender on g1 running ~30 s; both must end ok, and the
 receiver's checker proves every message arrived exactly once and in order.
-Cases are numbered: unittest runs them in name order, on the same guests."""
+Cases are numbered: unittest runs them in name order, on the same guests.
+
+CRX_VM_RDMA_MIGRATIONS (default 4) sets how many migrations in a row
+test_7 makes; README.md beside this file records a run with 20."""
 import json
 import os
 import sys
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rdma_bed import BUILD, CRX, RdmaBedCase  # noqa: E402
+from rdma_bed import BUILD, CRX, MPORT, RECV_MODE, SEQ, RdmaBedCase  # noqa: E402
+
+MIGRATIONS = int(os.environ.get("CRX_VM_RDMA_MIGRATIONS", "4"))
+# A small retry budget for test_9: local ack timeout 4.096 us * 2^14 = 67 ms
+# and one retry, so ~0.13 s without an ack exhausts it (test_9a shows it
+# does). Smaller does not hold on the TCG bed: with --timeout 8 (one
+# jiffy, 4 ms) the sender ran out of retries while CRIU pre-dumped its
+# live peer (acks late under the load, no pause involved).
+BUDGET = "--timeout 14 --retry-cnt 1"
+BUDGET_S = 2 * 4.096e-6 * 2 ** 14
 
 
 class RdmaMigrateTest(RdmaBedCase):
@@ -123,6 +136,156 @@ class RdmaMigrateTest(RdmaBedCase):
             self.sh(self.tb, 2, f"umount {plugins}")
         self.wait_progress(cid, n + 100)
         self.finish(cid, sender, count)
+
+    def test_6_sixty_four_qps_migrate(self):
+        self.migrate_once("seq6", 18606, 64, "")
+
+    def test_7_many_migrations_in_a_row(self):
+        """CRX_VM_RDMA_MIGRATIONS moves g0->g2->g0->... under one sender;
+        traffic must progress after every move."""
+        cid, moves, rate = "seq7", MIGRATIONS, 100
+        # A move takes ~6 s on the TCG bed (the migration, then the next
+        # progress line, every 5 s); the sender runs for 8 s a move + 20 s.
+        count = rate * (8 * moves + 20)
+        sender = self.start_pair(cid, 18607, count, rate)
+        n = self.wait_progress(cid, 200)
+        where, rows = 0, []
+        for i in range(1, moves + 1):
+            self.assertFalse(sender.done.is_set(),
+                             f"the sender ended before move {i}: {sender.result}")
+            dst = 2 if where == 0 else 0
+            t = time.monotonic()
+            rep = self.migrate(cid, where, dst)
+            took = time.monotonic() - t
+            self.assertEqual(rep["verbs"]["objects"]["qp"], 1, rep)
+            n = self.wait_progress(cid, n + 100)
+            rows.append(f"move {i:2} g{where}->g{dst}: {took:5.1f} s, downtime "
+                        f"{rep['downtime_seconds']:.2f} s, receiver at {n} messages after it")
+            where = dst
+        print(f"{cid}: {moves} migrations in a row\n" + "\n".join(rows), flush=True)
+        self.finish(cid, sender, count, k=where)
+
+    def test_8_partner_in_a_container_migrates_next(self):
+        """The sender runs in an rdma-seq container on g1 too. The receiver
+        moves g0->g2, then the sender g1->g0 (free by then): both ends of
+        the QP have moved, traffic flowing all along."""
+        rcid, scid, port, count, rate = "seq8r", "seq8s", 18608, 6000, 100
+        rb = self.make_bundle(rcid, port)
+        self.sh(self.tb, 0, f"{CRX} run -d -b {rb} {rcid} </dev/null >/dev/null 2>&1", timeout=300)
+        # RECV_MODE for the sender as well: it is restored too (see rdma_bed)
+        sb = self.make_bundle(scid, port, command=(
+            f"send --connect {self.tb.ip(0)} --port {port} --count {count} --rate {rate} "
+            f"--stall-timeout 0 --progress 5 {RECV_MODE} --ready-file /out/{scid}.ready"))
+        self.sh(self.tb, 1, f"{CRX} run -d -b {sb} {scid} </dev/null >/dev/null 2>&1", timeout=300)
+        deadline = time.monotonic() + 180
+        while not (os.path.exists(self.out(rcid + ".ready")) and
+                   os.path.exists(self.out(scid + ".ready"))):
+            if time.monotonic() > deadline:
+                self.fail(f"not ready: receiver {self.read(rcid + '.err')}\n"
+                          f"sender {self.read(scid + '.err')}")
+            time.sleep(0.5)
+        n = self.wait_progress(rcid, 200)
+        rep = self.migrate(rcid, 0, 2)
+        self.assertEqual(rep["verbs"]["objects"]["qp"], 1, rep)
+        n = self.wait_progress(rcid, n + 100)
+        rep = self.migrate(scid, 1, 0)
+        self.assertEqual(rep["verbs"]["objects"]["qp"], 1, rep)
+        self.wait_progress(rcid, n + 100)
+        # finish() waits for a sender handle and shows /tmp/<cid>.send.err
+        # of g1 when it fails: here the handle waits for the sender
+        # container's summary on g0, and that file points at its stderr.
+        summary = self.out(scid + ".json")
+        self.sh(self.tb, 1, f"ln -sf {self.out(scid + '.err')} /tmp/{rcid}.send.err")
+        waiter = self.tb.spawn(0, f"until [ -s {summary} ]; do sleep 1; done; cat {summary}")
+        self.finish(rcid, waiter, count, k=2)
+        deadline = time.monotonic() + 60
+        while self.state(0, scid) != "stopped" and time.monotonic() < deadline:
+            time.sleep(1)
+        self.assertEqual(self.state(0, scid), "stopped", "the sender container must stop")
+        self.sh(self.tb, 0, f"{CRX} delete {scid}")
+
+    def tc(self, k, rules):
+        """Replace eth0's root qdisc of guest k by a prio qdisc plus rules;
+        the default bands (everything else) stay unshaped."""
+        self.sh(self.tb, k, "modprobe -a sch_prio sch_tbf cls_u32 act_gact && "
+                            "tc qdisc add dev eth0 root handle 1: prio && " + rules)
+
+    def untc(self, k):
+        self.sh(self.tb, k, "tc qdisc del dev eth0 root")
+
+    def test_9a_retry_budget_fails_on_a_silent_peer(self):
+        """The control for test_9b: with BUDGET, a partner whose peer goes
+        silent (what it sees of a migration without crx's NAK_STOPPED pause:
+        the source's QPs just vanish) fails with a retry error. Plain
+        processes, sender g1, receiver g2, whose acks (UDP 4791) are
+        dropped for 3 s."""
+        port = 18690
+        recv = self.tb.spawn(2, f"{SEQ} recv --port {port} --stall-timeout 0 {RECV_MODE} {BUDGET}")
+        send = self.tb.spawn(1, f"{SEQ} send --connect {self.tb.ip(2)} --port {port} "
+                                f"--count 100000 --rate 100 --stall-timeout 0 {BUDGET}")
+        try:
+            time.sleep(8)  # set-up, then traffic within the budget
+            self.assertFalse(send.done.is_set(), f"the sender ended before the drop: {send.result}")
+            self.tc(2, "tc filter add dev eth0 parent 1: protocol ip prio 1 u32 "
+                       "match ip protocol 17 0xff match ip dport 4791 0xffff action drop")
+            try:
+                time.sleep(3)
+            finally:
+                self.untc(2)
+            rc, out, err = self.tb.wait(send, timeout=60)
+        finally:
+            self.tb.kill(recv)
+            self.tb.kill(send)
+        print(f"sender ({rc}): {out}{err}", flush=True)
+        summary = json.loads(out.strip().splitlines()[-1])
+        self.assertNotEqual(rc, 0, "the budget must run out on a silent peer")
+        self.assertFalse(summary["ok"], summary)
+        self.assertIn("retry", summary.get("first_error", ""), summary)
+        self.tb.wait(recv, timeout=60)
+
+    def rxe_counters(self, k):
+        return self.sh(self.tb, k, "rdma statistic show link rxe0/1").strip()
+
+    def slow_migration_under_budget(self, cid, port, args):
+        """Sender on g1 with BUDGET; crx migrate g0->g2 with args, its
+        traffic (TCP to MPORT, nothing else) leaving g0 through a 512 kbit/s
+        tbf; both ends must finish ok."""
+        count = 4000
+        sender = self.start_pair(cid, port, count, 100, BUDGET)
+        n = self.wait_progress(cid, 200)
+        self.tc(0, "tc qdisc add dev eth0 parent 1:3 handle 30: "
+                   "tbf rate 512kbit burst 8kb latency 10s && "
+                   "tc filter add dev eth0 parent 1: protocol ip prio 1 u32 "
+                   f"match ip protocol 6 0xff match ip dport {MPORT} 0xffff flowid 1:3")
+        try:
+            rep = self.migrate(cid, 0, 2, args)
+        finally:
+            self.untc(0)
+            print(f"g1 (sender) rxe counters after the move: {self.rxe_counters(1)}", flush=True)
+        self.assertEqual(rep["verbs"]["objects"]["qp"], 1, rep)
+        # the premise, not a speed goal: the stop outlasted the budget
+        self.assertGreater(rep["downtime_seconds"], 10 * BUDGET_S, rep)
+        self.wait_progress(cid, n + 100)
+        self.finish(cid, sender, count, k=2)
+
+    # A real bug, outside these tests (crx's migration / rdma_rxe): the
+    # source's QPs are stopped (NAK_STOPPED, which pauses the partner) only
+    # when CRIU reaches the plugin's DUMP_EXT_FILE, not at the freeze; with
+    # the slow link that gap lasted over a second. Meanwhile the frozen
+    # receiver reposts nothing, its RQ drains and rxe answers the partner
+    # with RNR NAKs; rdma_rxe's transport timer keeps running through RNR
+    # backoff (an RNR NAK neither re-arms it nor resets retry_cnt), so the
+    # partner spends its retries and fails with "transport retry counter
+    # exceeded" (seen: stall 1.2 s, then the error; g1's counters
+    # rcvd_rnr_err 107, retry_exceeded_err +1). Default budgets (retry_cnt
+    # 7 = forever) hide it. Fix: stop the QPs at the freeze, or make an RNR
+    # NAK count as a response in rxe. Remove the marker then.
+    @unittest.expectedFailure
+    def test_9b_migration_longer_than_the_retry_budget(self):
+        """No pre-copy: the whole dump crawls through the tbf while the
+        source is frozen, seconds, tens of budgets: the partner must not
+        spend its retries."""
+        self.slow_migration_under_budget("seq9b", 18692, "")
 
 
 if __name__ == "__main__":

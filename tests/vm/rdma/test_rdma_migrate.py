@@ -61,6 +61,10 @@ class RdmaMigrateTest(RdmaBedCase):
         n = self.wait_progress(cid, 200)
         rep = self.migrate(cid, 0, 2)
         self.assertEqual(rep["verbs"]["objects"]["qp"], 1, f"the report's verbs part: {rep}")
+        # the destination's part came back with CommitAck
+        for key in ("dump_ms", "recreate_ms", "pin_ms", "resume_ms"):
+            self.assertIn(key, rep["verbs"], f"the report's verbs part: {rep}")
+        self.assertTrue(rep["verbs"]["restore_ok"], rep)
         n = self.wait_progress(cid, n + 100)
         self.migrate(cid, 2, 0)
         self.wait_progress(cid, n + 100)
@@ -75,8 +79,9 @@ class RdmaMigrateTest(RdmaBedCase):
         self.wait_progress(cid, n + 100)
         self.finish(cid, sender, count, qps=qps, k=2)
 
-    def test_3a_sixteen_qps_migrate(self):
-        self.migrate_once("seq3a", 18631, 16, "")
+    def test_3a_sixteen_qps_busy_polling_migrate(self):
+        """The receiver polls its CQ instead of sleeping on its channel."""
+        self.migrate_once("seq3a", 18631, 16, "--busy-poll")
 
     def test_3b_sixteen_qps_on_an_srq_migrate(self):
         self.migrate_once("seq3b", 18632, 16, "--srq")
@@ -268,19 +273,13 @@ class RdmaMigrateTest(RdmaBedCase):
         self.wait_progress(cid, n + 100)
         self.finish(cid, sender, count, k=2)
 
-    # A real bug, outside these tests (crx's migration / rdma_rxe): the
-    # source's QPs are stopped (NAK_STOPPED, which pauses the partner) only
-    # when CRIU reaches the plugin's DUMP_EXT_FILE, not at the freeze; with
-    # the slow link that gap lasted over a second. Meanwhile the frozen
-    # receiver reposts nothing, its RQ drains and rxe answers the partner
-    # with RNR NAKs; rdma_rxe's transport timer keeps running through RNR
-    # backoff (an RNR NAK neither re-arms it nor resets retry_cnt), so the
-    # partner spends its retries and fails with "transport retry counter
-    # exceeded" (seen: stall 1.2 s, then the error; g1's counters
-    # rcvd_rnr_err 107, retry_exceeded_err +1). Default budgets (retry_cnt
-    # 7 = forever) hide it. Fix: stop the QPs at the freeze, or make an RNR
-    # NAK count as a response in rxe. Remove the marker then.
-    @unittest.expectedFailure
+    # Between the freeze and the stop of the source's QPs (the plugin's
+    # DUMP_EXT_FILE; over a second with this slow link) the frozen receiver
+    # reposts nothing and rxe answers the partner with RNR NAKs. Before
+    # rxe-patches 0013 the partner's transport timer kept running through
+    # the RNR backoff and used up retry_cnt: "transport retry counter
+    # exceeded" after a 1.2 s stall (g1's rcvd_rnr_err 107,
+    # retry_exceeded_err +1).
     def test_9b_migration_longer_than_the_retry_budget(self):
         """No pre-copy: the whole dump crawls through the tbf while the
         source is frozen, seconds, tens of budgets: the partner must not

@@ -43,108 +43,21 @@ if [ ! -x "$seq_bin" ]; then
   exit 1
 fi
 
-cache=${CRX_CACHE:-$HOME/.cache/crx}/bundles/debs
-mkdir -p "$cache" "$(dirname "$dir")"
-dl=$(mktemp -d "$cache/.download.XXXXXX")
-tmp=$(mktemp -d "$(dirname "$dir")/.$(basename "$dir").XXXXXX")
-old=
-trap 'rm -rf "$dl" "$tmp" ${old:+"$old"}' EXIT
-trap 'exit 1' INT TERM HUP
-
-# As root, apt downloads as root anyway (with a warning) into a directory
-# its _apt user cannot write; say so up front. Hashes are checked below.
-apt_opts=-q
-[ "$(id -u)" -ne 0 ] || apt_opts="-q -o APT::Sandbox::User=root"
-
-# Prints the cached .deb of PACKAGE's candidate version, downloading it
-# first when the cache lacks it or holds a file with the wrong hash.
-fetch() {
-  fields=$(apt-cache show --no-all-versions "$1" 2>/dev/null |
-           awk '/^$/ { exit } /^Version: / { v = $2 } /^Filename: / { f = $2 }
-                /^SHA256: / { s = $2 } END { if (v && f && s) print v, f, s }') || true
-  if [ -z "$fields" ]; then
-    echo "make-rootfs: no downloadable candidate for $1 (run apt-get update?)" >&2
-    return 1
-  fi
-  # shellcheck disable=SC2086 # version, pool file, hash
-  set -- "$1" $fields
-  deb=$cache/$(basename "$3")
-  if [ -f "$deb" ] && echo "$4  $deb" | sha256sum -c --status; then
-    echo "$deb"
-    return 0
-  fi
-  # shellcheck disable=SC2086
-  (cd "$dl" && apt-get download $apt_opts "$1=$2" >&2) || return 1
-  set -- "$@" "$dl"/*.deb
-  if [ $# -ne 5 ] || ! echo "$4  $5" | sha256sum -c --status; then
-    echo "make-rootfs: download of $1=$2 failed or does not match its SHA256" >&2
-    return 1
-  fi
-  mv "$5" "$deb"
-  echo "$deb"
-}
-
-for p in $packages; do
-  deb=$(fetch "$p")
-  dpkg-deb -x "$deb" "$tmp"
-done
-
-chmod 755 "$tmp"
-for d in bin sbin usr/sbin usr/local/bin proc sys dev tmp root run; do mkdir -p "$tmp/$d"; done
-chmod 1777 "$tmp/tmp"
+# shellcheck source=SCRIPTDIR/../lib/debian-rootfs.sh
+. "$here/../lib/debian-rootfs.sh"
+rootfs_begin "$dir"
+# shellcheck disable=SC2086 # a list of names
+rootfs_unpack $packages
+rootfs_skeleton
 cp "$seq_bin" "$tmp/usr/local/bin/crx-verbs-seq"
-for applet in $("$tmp/bin/busybox" --list-full); do
-  case $applet in */*) ;; *) continue ;; esac  # linuxrc
-  name=${applet##*/}
-  [ -e "$tmp/bin/$name" ] || [ -e "$tmp/usr/bin/$name" ] || [ -e "$tmp/sbin/$name" ] ||
-    [ -e "$tmp/usr/sbin/$name" ] || ln -s /bin/busybox "$tmp/$applet"
-done
-printf '%s\n' "root:x:0:0:root:/root:/bin/sh" "nobody:x:65534:65534:nobody:/:/bin/false" \
-  > "$tmp/etc/passwd"
-printf '%s\n' "root:x:0:" "nogroup:x:65534:" > "$tmp/etc/group"
-printf '%s\n' "127.0.0.1 localhost" "::1 localhost" > "$tmp/etc/hosts"
-printf '%s\n' "passwd: files" "group: files" "hosts: files dns" > "$tmp/etc/nsswitch.conf"
-
-# Debian's libibverbs finds a provider through /etc/libibverbs.d/<name>.driver
-# and loads <multiarch>/libibverbs/lib<name>-rdmav<ABI>.so.
-if [ ! -f "$tmp/etc/libibverbs.d/rxe.driver" ]; then
-  echo "make-rootfs: ibverbs-providers has no /etc/libibverbs.d/rxe.driver" >&2
-  exit 1
-fi
-set -- "$tmp"/usr/lib/*/libibverbs/librxe-rdmav*.so
-if [ ! -f "$1" ]; then
-  echo "make-rootfs: ibverbs-providers has no librxe-rdmav*.so" >&2
-  exit 1
-fi
+rootfs_require_rxe_provider
 
 # Every dynamic executable and provider must resolve all its libraries
 # inside the tree (needs chroot, i.e. root).
 if [ "$(id -u)" -eq 0 ]; then
-  # shellcheck disable=SC2012 # names without odd characters
-  ldso=$(cd "$tmp" && ls lib64/ld-linux*.so.* lib/ld-linux*.so.* 2>/dev/null | head -n 1)
-  missing=
-  for f in "$tmp"/usr/local/bin/* "$tmp"/usr/bin/* "$tmp"/usr/lib/*/libibverbs/*.so; do
-    if [ ! -f "$f" ] || [ -L "$f" ]; then continue; fi
-    [ "$(head -c 4 "$f" | tr -d '\177')" = ELF ] || continue
-    rel=${f#"$tmp"}
-    out=$(chroot "$tmp" "/$ldso" --list "$rel" 2>&1) || { missing="$missing $rel"; continue; }
-    case $out in *"not found"*) missing="$missing $rel" ;; esac
-  done
-  if [ -n "$missing" ]; then
-    echo "make-rootfs: unresolved libraries in:$missing" >&2
-    exit 1
-  fi
+  rootfs_check_libs "$tmp"/usr/local/bin/* "$tmp"/usr/bin/* "$tmp"/usr/lib/*/libibverbs/*.so
   chroot "$tmp" /usr/local/bin/crx-verbs-seq --help >/dev/null
 else
   echo "make-rootfs: not root: library check in a chroot skipped" >&2
 fi
-
-if [ -e "$dir" ]; then
-  old=$(mktemp -d "$(dirname "$dir")/.$(basename "$dir").old.XXXXXX")
-  mv -T "$dir" "$old/rootfs"
-fi
-if ! mv -T "$tmp" "$dir"; then
-  [ -z "$old" ] || mv -T "$old/rootfs" "$dir"
-  exit 1
-fi
-echo "make-rootfs: $dir" >&2
+rootfs_commit

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "common/error.hpp"
@@ -121,8 +122,26 @@ void kill_container(const GlobalOptions& g, const std::string& id, int signal, b
   }
 }
 
+namespace {
+
+// As runc 1.1.5: `delete --force` of a container that does not exist
+// succeeds (containerd's shim cleans up after a task that way).
+std::optional<state::StateDir> open_for_delete(const GlobalOptions& g, const std::string& id,
+                                               bool force) {
+  try {
+    return state::StateDir::open(g.root, id);
+  } catch (const Error& e) {
+    if (force && e.sys_errno() == ENOENT) return std::nullopt;
+    throw;
+  }
+}
+
+}  // namespace
+
 void delete_container(const GlobalOptions& g, const std::string& id, bool force) {
-  auto dir = state::StateDir::open(g.root, id);
+  auto opened = open_for_delete(g, id, force);
+  if (!opened) return;
+  auto& dir = *opened;
   state::ContainerState st;
   bool have_state = dir.has_state();
   if (have_state) {

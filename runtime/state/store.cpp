@@ -160,13 +160,13 @@ StateDir StateDir::open(const std::string& root, const std::string& id) {
   std::string path = root + "/" + id;
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error("container " + id + " does not exist");
+    throw Error("container " + id + " does not exist", ENOENT);
   UniqueFd lock = lock_dir(path);
   // A concurrent delete may have removed the directory while we waited.
   struct stat locked, now;
   if (::fstat(lock.get(), &locked) != 0 || ::stat(path.c_str(), &now) != 0 || locked.st_ino != now.st_ino ||
       locked.st_nlink == 0)
-    throw Error("container " + id + " does not exist");
+    throw Error("container " + id + " does not exist", ENOENT);
   return StateDir(path, id, std::move(lock));
 }
 

@@ -109,6 +109,15 @@ TEST(Lifecycle, CreateStartKillDeleteWithStatesAndPidFile) {
   r = run_crx({"state", id});
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  // As runc: a second delete fails, unless forced (containerd's shim
+  // cleans up with delete --force after the container is gone).
+  r = run_crx({"delete", id});
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.err.find("does not exist"), std::string::npos) << r.err;
+  r = run_crx({"delete", "--force", id});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  expect_nothing_left(id);
 }
 
 TEST(Lifecycle, KillAcceptsNamesAndNumbersAndAll) {

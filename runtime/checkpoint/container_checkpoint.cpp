@@ -411,6 +411,7 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     // The root task also joins it explicitly below.
     o.cgroup_roots = cgroup::criu_cgroup_roots(
         cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg->dirs());
+    const bool paused_again = r.keep_paused && carried && carried->paused;
     pid_t restored = 0;
     bool held = false;
     auto notify = [&](Notification& n) {
@@ -439,7 +440,7 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
         // A paused container stays paused: frozen while CRIU still holds
         // its tasks (as CRIU restores a v1 freezer state), so not one
         // instruction of theirs runs when CRIU lets them go.
-        if (carried && carried->paused) cg->freeze();
+        if (paused_again) cg->freeze();
         held = true;
         if (r.hold) r.hold();
       } else if (n.script == "orphan-pts-master" && n.fd) {
@@ -456,7 +457,7 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     o.defer_verbs_resume = r.defer_verbs_resume;
     pid_t pid = criu_restore(o, notify);
     if (!held) rdma::check_verbs_restore(r.image_path);
-    if (!held && carried && carried->paused) cg->freeze();
+    if (!held && paused_again) cg->freeze();
     if (!held && r.hold) r.hold();
     if (pid <= 0) pid = restored;
 

@@ -83,6 +83,11 @@ struct RestoreRequest {
   // Without pid_file: write the pid to the pid file the checkpointed
   // container's creator named (crx-container.json), as a migration does.
   bool carried_pid_file = false;
+  // A container checkpointed while paused comes back paused (a migration:
+  // as libvirt keeps a paused VM paused). Without, it comes back running,
+  // as with runc (containerd pauses every task it checkpoints, and its
+  // shim expects the restored task to run).
+  bool keep_paused = false;
 };
 
 // `crx restore`; returns the restored init's pid. With a crx-container.json

@@ -222,6 +222,7 @@ int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
   // them after the commit (a rolled-back copy never talks to a partner).
   r.defer_verbs_resume = true;
   r.carried_pid_file = true;  // the pid file the source's creator named
+  r.keep_paused = true;       // paused on the source, paused here
   int pid = checkpoint::restore_container(g_, m.id, r);
   restored_.insert(m.id);
   return pid;

@@ -19,6 +19,7 @@
 #include "migrate/criu_sides.hpp"
 #include "migrate/ram_dir.hpp"
 #include "migrate/receiver.hpp"
+#include "migrate/stale_sessions.hpp"
 #include "migrate/verbs_destination.hpp"
 #include "rdma/container_qps.hpp"
 #include "rdma/system_rdma_host.hpp"
@@ -69,6 +70,10 @@ void register_receive(Cli& cli) {
       if (a->timeout > 0) cfg.timeout_seconds = a->timeout;
       auto key = migrate::SharedKey::from_file(cfg.key_file);
       migrate::RamDir ram(cfg.image_dir);
+      // A receiver killed mid-migration left its images and maybe a
+      // half-restored container (migrate/stale_sessions.hpp).
+      for (const auto& line : migrate::sweep_stale_sessions(ram.path(), cli.global))
+        log::warn("receive: " + line);
       migrate::TcpListener listener(migrate::parse_host_port(cfg.listen));
       std::fprintf(stderr, "crx receive: listening on %s\n", cfg.listen.c_str());
       migrate::ReceiverOptions o;

@@ -11,6 +11,8 @@
 #include "common/fs.hpp"
 #include "migrate/image_stream.hpp"
 #include "migrate/rootfs_stream.hpp"
+#include "migrate/stale_sessions.hpp"
+#include "state/store.hpp"
 
 namespace crx::migrate {
 namespace {
@@ -74,6 +76,9 @@ class Receiver {
       mkdir_p(o_.image_root, 0700);
       if (::mkdir(dir_.c_str(), 0700) != 0) throw_errno("mkdir " + dir_);
       made_dir_ = true;
+      // Who restores what here, for the next receiver if this one dies.
+      began_ = state::now_rfc3339();
+      write_session_marker(dir_, manifest_.id, false, began_);
       serve_rounds();
       rep_.outcome = "migrated";
     } catch (const std::exception& e) {
@@ -191,6 +196,10 @@ class Receiver {
       conn_.send(FrameType::RestoreOk);
       conn_.set_timeout(o_.commit_timeout);
       conn_.expect(FrameType::Commit);
+      try {
+        write_session_marker(dir_, manifest_.id, true, began_);
+      } catch (const std::exception&) {
+      }
       conn_.set_timeout(o_.timeout);
       clock_.begin("resume");
     };
@@ -226,6 +235,7 @@ class Receiver {
   Manifest manifest_;
   Acceptance accept_;
   std::string dir_;
+  std::string began_;
   bool made_dir_ = false;
   bool restore_started_ = false;
   bool final_seen_ = false;

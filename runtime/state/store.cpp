@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,6 +11,7 @@
 #include <cerrno>
 #include <chrono>
 #include <ctime>
+#include <sstream>
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -189,7 +191,54 @@ void StateDir::save(const ContainerState& st) const {
   write_file_atomic(path_ + "/state.json", st.to_json().dump());
 }
 
+namespace {
+
+// A mount point of /proc/self/mountinfo (field 5) with its octal escapes
+// (\040 for a space, ...) undone.
+std::string unescape_mountinfo(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); i++) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+// Detaches every mount at or below dir, deepest first. A restore that was
+// killed (crx receive or crx restore got SIGKILL) leaves its bind mount of
+// the rootfs (criu-root) and its staged tmpfs in the state directory:
+// removing the tree without this would delete the rootfs's files through
+// the bind mount.
+void detach_mounts_below(const std::string& dir) {
+  std::string text;
+  try {
+    text = read_file("/proc/self/mountinfo");
+  } catch (const Error&) {
+    return;
+  }
+  std::vector<std::string> points;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    if (!(f >> id >> parent >> dev >> root >> point)) continue;
+    point = unescape_mountinfo(point);
+    if (point == dir || point.rfind(dir + "/", 0) == 0) points.push_back(point);
+  }
+  std::sort(points.begin(), points.end(),
+            [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
+  for (const auto& p : points) ::umount2(p.c_str(), MNT_DETACH);
+}
+
+}  // namespace
+
 void StateDir::remove() {
+  detach_mounts_below(path_);
   remove_tree(path_);
   lock_.reset();
 }

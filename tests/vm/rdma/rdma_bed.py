@@ -230,3 +230,23 @@ class RdmaBedCase(VmTestCase):
         self.assertIsNone(self.state(src, cid), "the source copy must be gone")
         self.assertEqual(self.state(dst, cid), "running")
         return report
+
+    # -- shared by the fault cases (test_rdma_faults.py) ------------------------
+    def assert_source_carries_on(self, cid, rc, out, err, rlog):
+        """After a failed migration: one copy, running on g0, counting on."""
+        print(f"crx migrate ({rc}):\n{out}{err}\nreceiver:\n{rlog}", flush=True)
+        self.assertNotEqual(rc, 0, "the migration must fail")
+        self.assertEqual(self.state(0, cid), "running", "the source must run on")
+        self.assertIsNone(self.state(2, cid), "no copy on the destination")
+
+    def verbs_numbers(self, k):
+        """(QPNs, MR indices) of the crx-verbs-seq processes on guest k, as
+        rdma_rxe shows them (`rdma -j resource show qp|mr`). rdma's "mrn"
+        is the RDMA core's own resource id, not rxe's MR index: that is
+        the lkey (printed in hex) without its low key byte."""
+        def numbers(kind, key, shift=0):
+            out = self.sh(self.tb, k, f"rdma -j resource show {kind}")
+            return sorted(int(str(r[key]), 16 if shift else 10) >> shift
+                          for r in json.loads(out or "[]")
+                          if r.get("comm") == "crx-verbs-seq" and key in r)
+        return numbers("qp", "lqpn"), numbers("mr", "lkey", 8)

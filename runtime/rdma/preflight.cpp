@@ -9,10 +9,8 @@
 namespace crx::rdma {
 namespace {
 
-void check_free(const std::vector<uint32_t>& wanted, RdmaHost& host, const std::string& kind,
-                const std::string& key, const char* what, const char* range, RdmaCause cause) {
-  if (wanted.empty()) return;
-  std::vector<RdmaResource> used = parse_rdma_resources(host.resources_json(kind), key);
+void check_free(const std::vector<uint32_t>& wanted, const std::vector<RdmaResource>& used,
+                const char* what, const char* range, RdmaCause cause) {
   std::set<uint32_t> want(wanted.begin(), wanted.end());
   std::string clash;
   int n = 0;
@@ -58,8 +56,13 @@ void check_destination(const RdmaInventory& inv, RdmaHost& host) {
                                  : "rdma: no RDMA device on the destination has an ACTIVE port (" +
                                        states + ")");
   }
-  check_free(inv.qpns, host, "qp", "lqpn", "QPN", "qpn", RdmaCause::QpnInUse);
-  check_free(inv.mrns, host, "mr", "mrn", "MR index", "mrn", RdmaCause::MrnInUse);
+  if (!inv.qpns.empty())
+    check_free(inv.qpns, parse_rdma_resources(host.resources_json("qp"), "lqpn"), "QPN", "qpn",
+               RdmaCause::QpnInUse);
+  // rxe's MR index is lkey >> 8 ("mrn" is the RDMA core's resource id)
+  if (!inv.mrns.empty())
+    check_free(inv.mrns, parse_rdma_mr_indices(host.resources_json("mr")), "MR index", "mrn",
+               RdmaCause::MrnInUse);
 }
 
 }  // namespace crx::rdma

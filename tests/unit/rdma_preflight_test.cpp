@@ -17,7 +17,9 @@ constexpr const char* kQpJson =
     R"([{"ifindex":2,"ifname":"rxe0","port":1,"lqpn":1,"type":"GSI","state":"RTS","sq-psn":0,"comm":"[ib_core]"},)"
     R"({"ifindex":2,"ifname":"rxe0","port":1,"lqpn":4113,"rqpn":4114,"type":"RC","state":"RTS","pid":812,"comm":"app"}])";
 constexpr const char* kMrJson =
-    R"([{"ifindex":2,"ifname":"rxe0","mrn":4098,"rkey":"0x100247","lkey":"0x100247","mrlen":4096,"pdn":3,"pid":812,"comm":"app"}])";
+    // as iproute2 prints it: "mrn" is the RDMA core's resource id, rxe's MR
+    // index is lkey >> 8 (0x1002 = 4098)
+    R"([{"ifindex":2,"ifname":"rxe0","mrn":3,"rkey":"0x100247","lkey":"0x100247","mrlen":4096,"pdn":3,"pid":812,"comm":"app"}])";
 
 rdma::RdmaInventory container() {
   rdma::RdmaInventory inv;
@@ -55,9 +57,15 @@ TEST(RdmaResources, ReadsNumbersAndDevices) {
   ASSERT_EQ(qps.size(), 2u);
   EXPECT_EQ(qps[1].number, 4113u);
   EXPECT_EQ(qps[1].device, "rxe0");
-  auto mrs = rdma::parse_rdma_resources(kMrJson, "mrn");
+  auto mrs = rdma::parse_rdma_mr_indices(kMrJson);
   ASSERT_EQ(mrs.size(), 1u);
   EXPECT_EQ(mrs[0].number, 4098u);
+  EXPECT_EQ(mrs[0].device, "rxe0");
+  // keys as numbers are read too; an MR without its keys shown (no
+  // CAP_NET_ADMIN) or with a malformed one is skipped
+  EXPECT_EQ(rdma::parse_rdma_mr_indices(R"([{"mrn":1,"lkey":1048903}])").at(0).number, 4097u);
+  EXPECT_TRUE(rdma::parse_rdma_mr_indices(R"([{"mrn":4098}])").empty());
+  EXPECT_TRUE(rdma::parse_rdma_mr_indices(R"([{"mrn":1,"lkey":"0xzz"}])").empty());
   // Older iproute2 nests the array; nothing at all for an empty table.
   EXPECT_EQ(rdma::parse_rdma_resources(R"({"rxe0":[{"lqpn":7}]})", "lqpn").size(), 1u);
   EXPECT_TRUE(rdma::parse_rdma_resources("\n", "lqpn").empty());
@@ -117,6 +125,9 @@ TEST(RdmaPreflight, NumbersInUseAreRefusedNamingThem) {
   inv.mrns = {4098};
   EXPECT_EQ(cause_of(inv, h, &what), RdmaCause::MrnInUse);
   EXPECT_NE(what.find("MR index 4098 (rxe0)"), std::string::npos) << what;
+  // the core's resource id is not the MR index: no clash on "mrn" 3
+  inv.mrns = {3};
+  EXPECT_NO_THROW(rdma::check_destination(inv, h));
 }
 
 TEST(RdmaPreflight, UnreadableToolOutputIsAToolError) {

@@ -211,7 +211,9 @@ class MpiTest(VmTestCase):
         deadline = time.monotonic() + 600
         k = 0
         while k < 3:
-            rc, out, _ = self.tb.run(k, "rdma resource show qp | grep -c 'type RC.*mpi-jacobi'")
+            # a rank's QPs are named after the thread that made them: the
+            # program's main thread or UCX's "async" thread (lazy wire-up)
+            rc, out, _ = self.tb.run(k, "rdma resource show qp | grep -cE 'type RC.*comm (mpi-jacobi|async)'")
             if rc == 0 and int(out.strip() or 0) >= 2:
                 k += 1
                 continue

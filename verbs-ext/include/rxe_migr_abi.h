@@ -325,7 +325,8 @@ struct rxe_migr_qp {
 	__u32 resp_drop_msg, resp_goto_error, resp_sent_psn_nak, resp_status;
 	__u32 resp_aeth_syndrome;
 	__u32 resp_has_wqe;	/* a receive WQE is in progress */
-	__u32 resp_rkey;	/* in-progress RDMA write */
+	__u32 resp_rkey;	/* RDMA write in progress: its MR is looked up
+				 * again by rkey for each packet */
 	__u64 resp_va;
 	__u64 resp_offset;
 	__u32 resp_resid, resp_length;

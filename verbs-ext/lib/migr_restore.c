@@ -451,7 +451,8 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 	owner.flags = 0;
 	err = restore_queue(ctx, RXE_MIGR_Q_RQ, RXE_MIGR_ATTR_QP_HANDLE,
 			    qp->handle, &r->rq, rings + r->sq.data_len, 0, &owner);
-	if (err || r->qp_state != IBV_QPS_RTS)
+	/* a QP in INIT has no connection state; RTR and RTS have */
+	if (err || r->qp_state == IBV_QPS_INIT)
 		return err;
 
 	memset(&req, 0, sizeof(req));

@@ -284,28 +284,16 @@ class RdmaPerftestTest(RdmaBedCase):
         self.sh(self.tb, 2, f"{CRX} delete {cid}")
 
     # -- cases ---------------------------------------------------------------
-    # perftest's default, one direction: the server's QP only responds, and
-    # perftest leaves it in RTR (g0's `rdma resource show qp` before the
-    # move: RTR, sq-psn 0; with -b it is RTS). The dump stops it like any
-    # other QP, but verbs-ext/lib's refill_qp (migr_restore.c) restores
-    # an RTR QP by its modify_qp attributes only and skips
-    # RXE_MIGR_METHOD_RESTORE_QP, which rdma_rxe refuses for a QP not in
-    # RTS anyway (rxe-patches 0005, rxe_migr_check_qp): the responder's
-    # PSN and state are not restored, the QP is not left Stopped, so
-    # ibv_migr_resume_stopped finds nothing and no resume message ever
-    # reaches the client, which keeps waiting for its old partner. Seen:
-    # g2's QP in RTR with rq-psn the value of the original modify, g2's
-    # rxe0 neither sending nor receiving a packet after the move, the
-    # client stuck. Expected to fail until RTR QPs are restored.
-    @unittest.expectedFailure
+    # perftest's default, one direction: the server's QP only responds and
+    # perftest leaves it in RTR (with -b it is RTS). Its responder state is
+    # restored and its resume message un-pauses the client (rxe-patches
+    # 0014); before, the client waited for ever for its old partner.
     def test_1a_ib_send_bw_migrates_mid_run(self):
         self.run_migrated("ib_send_bw", 18711)
 
-    @unittest.expectedFailure
     def test_2a_ib_write_bw_migrates_mid_run(self):
         self.run_migrated("ib_write_bw", 18712)
 
-    @unittest.expectedFailure
     def test_3a_ib_read_bw_migrates_mid_run(self):
         self.run_migrated("ib_read_bw", 18713)
 
@@ -313,18 +301,12 @@ class RdmaPerftestTest(RdmaBedCase):
     def test_1b_ib_send_bw_both_directions_migrates_mid_run(self):
         self.run_migrated("ib_send_bw", 18721, "-b")
 
-    # An RDMA WRITE of 64 KiB is 64 packets; the dump stops the server's QP
-    # between two of them. rxe-patches 0004 (rxe_migr_fill_qp) records the
-    # write in progress's rkey only while qp->resp.mr is set, but 6.1's
-    # responder drops resp.mr after every packet (rxe_resp.c cleanup()), so
-    # the dump always says rkey 0; the restore (0005) puts rkey 0 back.
-    # The client's retransmission resumes mid-message with a MIDDLE packet
-    # (no RETH), check_rkey looks up rkey 0 and NAKs: the client fails with
-    # IBV_WC_REM_ACCESS_ERR (status 10), the server's QP goes to error and
-    # its sends are flushed (status 5), both exit 1 right after the move.
-    # Seen in 2 of 2 runs. ib_read_bw is not hit (each read request carries
-    # its RETH), ib_send_bw neither (its state is the receive WQE, restored).
-    @unittest.expectedFailure
+    # An RDMA WRITE of 64 KiB is 64 packets and the dump stops the server's
+    # QP between two of them: the client's retransmission resumes with a
+    # MIDDLE packet (no RETH), which needs the rkey, address and length left
+    # that the dump carried (rxe-patches 0004/0005); before, rkey 0 was put
+    # back and both ends failed with a remote access error right after the
+    # move.
     def test_2b_ib_write_bw_both_directions_migrates_mid_run(self):
         self.run_migrated("ib_write_bw", 18722, "-b")
 

@@ -360,7 +360,8 @@ int resuming_qps(struct ibv_context* ctx) {
 int finish_context(int pid, int fd, LateStats* st) {
   FdContext c(fd);
   double t0 = now_ms();
-  int err = ibv_migr_adopt_cred(&c.ctx, pid);
+  // every thread of the process may post (a restorer gives each its own cred)
+  int err = ibv_migr_adopt_cred(&c.ctx, pid, IBV_MIGR_ADOPT_CRED_THREADS);
   if (err) {
     log_error("pid " + std::to_string(pid) + ": the uverbs file cannot take the task's credentials: " +
               strerror(-err));

@@ -185,8 +185,13 @@ int ibv_migr_mr_pin(struct ibv_context *ctx, uint32_t mr_handle);
 
 /* The uverbs file ctx->cmd_fd (the caller's fd) takes the credentials
  * task pid has now: the restored process can use write() commands on it
- * again after its restorer changed its credentials. */
-int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid);
+ * again after its restorer changed its credentials.  With
+ * IBV_MIGR_ADOPT_CRED_THREADS, the other threads of pid whose credentials
+ * equal pid's take pid's too (each when it next returns to user space), so
+ * that every thread can use the file, as before the dump, when the
+ * restorer gave each thread its own. */
+#define IBV_MIGR_ADOPT_CRED_THREADS	(1u << 0)
+int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid, unsigned int flags);
 
 /* Resume every QP of ctx that is Stopped (after a dump whose process
  * runs on, or after a restore that left them stopped).  The number of

@@ -406,11 +406,17 @@ struct rxe_migr_mr_pin {
 	__u32 reserved;
 };
 
+/* rxe_migr_adopt_cred.flags: the other threads of pid whose credentials
+ * equal pid's take pid's struct cred too, each when it next returns to user
+ * space (a restorer gives every thread its own struct cred, and ib_uverbs
+ * compares the pointers) */
+#define RXE_MIGR_ADOPT_CRED_THREADS	(1u << 0)
+
 struct rxe_migr_adopt_cred {
 	__u32 version;
 	__s32 fd;		/* the caller's fd of this uverbs file */
 	__s32 pid;		/* task whose credentials the file takes */
-	__u32 reserved;
+	__u32 flags;		/* RXE_MIGR_ADOPT_CRED_* */
 };
 
 /* payload of a resume packet (network byte order on the wire) */

@@ -60,14 +60,16 @@ int ibv_migr_mr_pin(struct ibv_context *ctx, uint32_t mr_handle)
 	return migr_call_run(ctx->cmd_fd, &c);
 }
 
-int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid)
+int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid, unsigned int flags)
 {
 	struct rxe_migr_adopt_cred req = { .version = RXE_MIGR_ABI_VERSION,
 					   .pid = pid };
 	struct migr_call c;
 
-	if (!ctx || pid <= 0)
+	if (!ctx || pid <= 0 || flags & ~IBV_MIGR_ADOPT_CRED_THREADS)
 		return -EINVAL;
+	if (flags & IBV_MIGR_ADOPT_CRED_THREADS)
+		req.flags |= RXE_MIGR_ADOPT_CRED_THREADS;
 	req.fd = ctx->cmd_fd;
 	migr_call_init(&c, RXE_MIGR_METHOD_ADOPT_CRED);
 	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <fstream>
+#include <thread>
 
 #include "common/error.hpp"
 #include "seq/clock.hpp"
@@ -46,6 +48,41 @@ void write_ready_file(const std::string& path) {
   if (std::rename(tmp.c_str(), path.c_str())) crx::throw_errno("rename " + tmp + " to " + path);
 }
 
+// The whole run, from opening the device to the summary.
+int run(const crx::verbs_seq::Options& o) {
+  using namespace crx::verbs_seq;
+  if (o.role == Role::Idle) {
+    Summary sum = run_idle(o, [&] { write_ready_file(o.ready_file); });
+    std::printf("%s\n", summary_json(sum).c_str());
+    return sum.ok() ? 0 : 1;
+  }
+  Session s = open_session(o);
+  if (o.role == Role::Recv) post_initial_receives(s, o);
+  connect_session(s, o);
+  write_ready_file(o.ready_file);
+  Summary sum = o.role == Role::Recv ? run_receiver(s, o) : run_sender(s, o);
+  std::printf("%s\n", summary_json(sum).c_str());
+  return sum.ok() ? 0 : 1;
+}
+
+// --worker-thread: the run happens in a second thread, which creates and
+// uses every verbs object, while the main thread only waits for it (as in
+// a library with a progress thread, UCX's async thread for one).
+int run_in_worker(const crx::verbs_seq::Options& o) {
+  int rc = 2;
+  std::exception_ptr failure;
+  std::thread worker([&] {
+    try {
+      rc = run(o);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  });
+  worker.join();
+  if (failure) std::rethrow_exception(failure);
+  return rc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -54,18 +91,7 @@ int main(int argc, char** argv) {
   try {
     Options o = parse_options(argc, argv);
     install_stop_handlers();
-    if (o.role == Role::Idle) {
-      Summary sum = run_idle(o, [&] { write_ready_file(o.ready_file); });
-      std::printf("%s\n", summary_json(sum).c_str());
-      return sum.ok() ? 0 : 1;
-    }
-    Session s = open_session(o);
-    if (o.role == Role::Recv) post_initial_receives(s, o);
-    connect_session(s, o);
-    write_ready_file(o.ready_file);
-    Summary sum = o.role == Role::Recv ? run_receiver(s, o) : run_sender(s, o);
-    std::printf("%s\n", summary_json(sum).c_str());
-    return sum.ok() ? 0 : 1;
+    return o.worker_thread ? run_in_worker(o) : run(o);
   } catch (const crx::Error& e) {
     std::fprintf(stderr, "crx-verbs-seq: %s\n", e.what());
     return 2;

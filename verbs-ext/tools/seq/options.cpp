@@ -49,6 +49,8 @@ Options parse_options(int argc, char** argv) {
     sub->add_option("--ready-file", o.ready_file,
                     "write this file (our pid) once set-up is done and traffic starts");
     sub->add_flag("--busy-poll", o.busy_poll, "poll the CQ instead of sleeping on the completion channel");
+    sub->add_flag("--worker-thread", o.worker_thread,
+                  "run in a second thread that makes and uses every verbs object");
     // Accepted by both roles so one argument list serves both; the receiver
     // learns the real total from the sender's last message.
     sub->add_option("--count", o.count, "data messages per QP (sender)")->capture_default_str();

@@ -41,6 +41,7 @@ struct Options {
   double progress_s = 0;        // > 0: a JSON progress line on stderr this often
   double stall_list_s = 0;      // > 0: list every stall longer than this in the summary
   bool busy_poll = false;
+  bool worker_thread = false;  // verbs objects made and used by a second thread
   std::string ready_file;       // written once set-up is done and traffic starts
 
   // Debug: make the sender break the contract so tests can see the checker fail.

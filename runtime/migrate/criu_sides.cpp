@@ -13,6 +13,7 @@
 #include "checkpoint/carried_state.hpp"
 #include "checkpoint/child_process.hpp"
 #include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/unix_sockets.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
@@ -91,6 +92,7 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
                 "this host and cannot follow it; crx migrates containers without one");
   }
   left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
+  checkpoint::check_container_unix_sockets(src_.state, src_.base.ext_unix_sk);
 }
 
 void CriuSource::run_dump(
@@ -124,6 +126,7 @@ void CriuSource::freeze() {
   // Frozen: the set cannot change any more. A refusal here rolls back
   // (resume() thaws the source).
   left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
+  checkpoint::check_container_unix_sockets(src_.state, src_.base.ext_unix_sk);
 }
 
 void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd) {

@@ -14,7 +14,8 @@ namespace crx::migrate {
 // Refuses a container with a terminal in the constructor. Refuses in the
 // constructor (before anything is frozen) and again in
 // freeze() (now nothing can start) when the container has processes
-// outside its init's tree, unless kill_exec (checkpoint/outside_processes.hpp).
+// outside its init's tree, unless kill_exec (checkpoint/outside_processes.hpp),
+// or unix sockets connected outside it (checkpoint/unix_sockets.hpp).
 // A container paused before the migration stays paused: the final dump
 // carries that (crx-container.json, with the resources, annotations, owner
 // and pid file), and a rollback leaves it frozen.

@@ -490,6 +490,16 @@ class CheckpointFlagsTest(VmTestCase):
         self.wait_for_count(cid, self.counts(cid)[-1] + 2)
         return b, peer
 
+    def assert_migrate_refused(self, cid, flags, *words):
+        """crx migrate refuses before it freezes anything or connects (no
+        receiver listens on port 9): one line naming the socket."""
+        self.g("printf %s 0123456789abcdef0123456789abcdef > /tmp/mkey && chmod 600 /tmp/mkey")
+        self.assert_fails_naming(
+            self.try_g(f"{CRX} migrate {cid} --to 127.0.0.1:9 --key /tmp/mkey {flags}"),
+            "unix sockets connected to processes outside it", *words)
+        self.assertEqual(self.status(cid), "running")
+        self.assert_counts_continuously(self.wait_for_count(cid, self.counts(cid)[-1] + 2))
+
     def test_ext_unix_sk_dgram(self):
         """A datagram socket connected to a bound socket outside (syslog's
         /dev/log is the usual one): --ext-unix-sk dumps it, and on restore
@@ -499,6 +509,8 @@ class CheckpointFlagsTest(VmTestCase):
         dump is where the flag matters)."""
         cid = "uskd"
         b, peer = self.usk_container(cid, "dgram")
+        # crx migrate says so up front, naming the way out
+        self.assert_migrate_refused(cid, "", "(datagram", "--ext-unix-sk")
         self.checkpoint(cid, "--ext-unix-sk --image-path /tmp/uskd")
         stopped = self.counts(cid)
         self.restore(cid, "-d --ext-unix-sk --image-path /tmp/uskd")
@@ -519,6 +531,8 @@ class CheckpointFlagsTest(VmTestCase):
         checkpoint leaves the container running, its connection intact."""
         cid = "usks"
         b, peer = self.usk_container(cid, "stream")
+        # crx migrate refuses it up front, --ext-unix-sk or not (issue 16)
+        self.assert_migrate_refused(cid, "--ext-unix-sk", "(stream")
         self.assert_fails_naming(
             self.checkpoint(cid, "--ext-unix-sk --image-path /tmp/usks", check=False),
             "Can't dump half of stream unix connection")
@@ -681,6 +695,13 @@ class CheckpointFlagsTest(VmTestCase):
         self.run_container(cid, f"--console-socket {b}/c1.sock")
         self.g(f"echo 'echo one-$((40+2))' > {b}/c1.cmd")
         self.wait_until("the shell's answer", lambda: "one-42" in self.g(f"cat {b}/c1.out"))
+        # crx checkpoint + restore hand the console over; a migration cannot
+        # (nobody at the other end): refused before anything froze
+        self.g("printf %s 0123456789abcdef0123456789abcdef > /tmp/mkey && chmod 600 /tmp/mkey")
+        self.assert_fails_naming(
+            self.try_g(f"{CRX} migrate {cid} --to 127.0.0.1:9 --key /tmp/mkey"),
+            "has a terminal (process.terminal)")
+        self.assertEqual(self.status(cid), "running")
         self.checkpoint(cid, "--image-path /tmp/console")
         self.tb.wait(p1, timeout=60)  # the pty's slave side is gone
         p2 = self.tb.spawn(0, f"{peer} {b}/c2.sock {b}/c2.cmd {b}/c2.out")

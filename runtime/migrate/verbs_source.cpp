@@ -26,6 +26,12 @@ void VerbsSource::pre_dump(const std::string& images_dir, const std::string& par
     throw Error("pre-dump of " + id_ + ": its QPs stay stopped: " + why);
 }
 
+void VerbsSource::freeze() {
+  inner_.freeze();
+  int n = qps_.stop_all(id_);
+  if (n > 0) log::debug("migrate: stopped " + std::to_string(n) + " QPs of " + id_ + " at the freeze");
+}
+
 void VerbsSource::resume() {
   std::string why = resume_qps();
   inner_.resume();

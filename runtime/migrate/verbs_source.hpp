@@ -1,5 +1,6 @@
 // A SourceSide for containers with verbs objects: around the CRIU side,
-// the QPs the verbs plugin stopped are resumed whenever the source copy
+// the QPs are stopped at the freeze, and the QPs the verbs plugin stopped
+// are resumed whenever the source copy
 // runs on — after every pre-dump (they must keep talking during pre-copy)
 // and on rollback, before the container is thawed, so its partners
 // un-pause and carry on with the source. destroy() needs nothing: the
@@ -17,7 +18,11 @@ class VerbsSource : public SourceSide {
   VerbsSource(SourceSide& inner, rdma::StoppedQps& qps, std::string id)
       : inner_(inner), qps_(qps), id_(std::move(id)) {}
   void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
-  void freeze() override { inner_.freeze(); }
+  // Freezes, then stops the container's QPs at once (the dump would stop
+  // them only once CRIU gets to the uverbs fds): a frozen receiver posts
+  // no receives, and its partners' RNR retries must not run out meanwhile.
+  // A failure rolls back (resume() resumes the QPs stopped so far).
+  void freeze() override;
   void dump(const std::string& images_dir, const std::string& parent, int page_fd) override {
     inner_.dump(images_dir, parent, page_fd);
   }

@@ -16,6 +16,10 @@ int ContainerQps::resume_stopped(const std::string& id) {
   return ContainerVerbs::of_processes(pids(id)).resume_stopped();
 }
 
+int ContainerQps::stop_all(const std::string& id) {
+  return ContainerVerbs::of_processes(pids(id)).stop_all();
+}
+
 RdmaInventory ContainerQps::inventory(const std::string& id) {
   return ContainerVerbs::of_processes(pids(id)).inventory();
 }

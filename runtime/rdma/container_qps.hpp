@@ -16,6 +16,7 @@ class ContainerQps : public StoppedQps {
  public:
   explicit ContainerQps(container::GlobalOptions g) : g_(std::move(g)) {}
   int resume_stopped(const std::string& container_id) override;
+  int stop_all(const std::string& container_id) override;
   // The container's verbs objects, nothing stopped (crx migrate's preflight).
   RdmaInventory inventory(const std::string& container_id);
 

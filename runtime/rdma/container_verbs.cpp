@@ -36,18 +36,32 @@ RdmaInventory ContainerVerbs::inventory() const {
   return all;
 }
 
-int ContainerVerbs::resume_stopped() const {
-  int resumed = 0;
+namespace {
+
+// f on every context; all are tried, the first error is thrown afterwards.
+template <typename F>
+int on_each(const std::vector<VerbsContext>& contexts, F f) {
+  int n = 0;
   std::exception_ptr first;
-  for (const auto& c : contexts_) {
+  for (const auto& c : contexts) {
     try {
-      resumed += c.resume_stopped();
+      n += f(c);
     } catch (...) {
       if (!first) first = std::current_exception();
     }
   }
   if (first) std::rethrow_exception(first);
-  return resumed;
+  return n;
+}
+
+}  // namespace
+
+int ContainerVerbs::resume_stopped() const {
+  return on_each(contexts_, [](const VerbsContext& c) { return c.resume_stopped(); });
+}
+
+int ContainerVerbs::stop_all() const {
+  return on_each(contexts_, [](const VerbsContext& c) { return c.stop_all(); });
 }
 
 }  // namespace crx::rdma

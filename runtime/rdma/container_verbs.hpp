@@ -24,6 +24,9 @@ class ContainerVerbs {
   // Resumes the stopped QPs of every context (all are tried); returns how
   // many QPs were resumed, or throws the first error afterwards.
   int resume_stopped() const;
+  // Stops the QPs of every context that are not stopped yet (all are
+  // tried); returns how many, or throws the first error afterwards.
+  int stop_all() const;
 
  private:
   std::vector<VerbsContext> contexts_;

@@ -37,4 +37,12 @@ int VerbsContext::resume_stopped() const {
   return n;
 }
 
+int VerbsContext::stop_all() const {
+  ibv_context ctx{};
+  ctx.cmd_fd = copy_.get();
+  int n = ibv_migr_stop_all(&ctx);
+  if (n < 0) throw_rdma_errno(RdmaCause::VerbsCall, "stop the QPs of " + name(), -n);
+  return n;
+}
+
 }  // namespace crx::rdma

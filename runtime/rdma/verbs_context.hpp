@@ -29,6 +29,9 @@ class VerbsContext {
   // their partners the resume message. Returns how many; throws like
   // inventory().
   int resume_stopped() const;
+  // ibv_migr_stop_all: every QP not stopped yet stops (as in a dump,
+  // without one). Returns how many; throws like inventory().
+  int stop_all() const;
 
  private:
   std::string name() const;  // "pid 12 fd 5 (rxe0)"

@@ -52,6 +52,12 @@ struct FakeQps : rdma::StoppedQps {
     if (fail) throw rdma::RdmaError(rdma::RdmaCause::VerbsCall, "resume: Input/output error", EIO);
     return 2;
   }
+  bool fail_stop = false;
+  int stop_all(const std::string& id) override {
+    calls.add(side + " stop QPs " + id);
+    if (fail_stop) throw rdma::RdmaError(rdma::RdmaCause::VerbsCall, "stop: Input/output error", EIO);
+    return 2;
+  }
 };
 
 struct FakeSource : SourceSide {
@@ -193,6 +199,28 @@ TEST(MigrateVerbs, CommitResumesDestinationQpsAfterCommitOnly) {
   EXPECT_NE(h.receiver.to_json().find("\"recreate_ms\":7"), std::string::npos);
 }
 
+TEST(MigrateVerbs, SourceQpsStopRightAfterTheFreezeBeforeTheDump) {
+  Harness h;
+  h.run();
+  ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
+  EXPECT_EQ(h.calls.count("source stop QPs c1"), 1);
+  EXPECT_LT(h.calls.index("freeze"), h.calls.index("source stop QPs c1"));
+  EXPECT_LT(h.calls.index("source stop QPs c1"), h.calls.index("dump"));
+  EXPECT_EQ(h.calls.count("destination stop QPs c1"), 0);
+}
+
+TEST(MigrateVerbs, QpsThatCannotStopRollBackAndResume) {
+  Harness h;
+  h.src_qps.fail_stop = true;
+  h.run();
+  EXPECT_EQ(h.sender.outcome, "rolled back");
+  EXPECT_NE(h.sender.error.find("stop: Input/output error"), std::string::npos) << h.sender.error;
+  EXPECT_EQ(h.calls.count("dump"), 0);
+  EXPECT_EQ(h.calls.count("source resume QPs c1"), 1);  // the ones stopped so far
+  EXPECT_EQ(h.calls.count("thaw source"), 1);
+  EXPECT_LT(h.calls.index("source resume QPs c1"), h.calls.index("thaw source"));
+}
+
 TEST(MigrateVerbs, PreflightRefusalLeavesTheSourceUntouched) {
   Harness h;
   h.host.json["qp"] = R"([{"ifname":"rxe0","lqpn":4113}])";  // 0x1011 taken
@@ -201,6 +229,7 @@ TEST(MigrateVerbs, PreflightRefusalLeavesTheSourceUntouched) {
   EXPECT_NE(h.sender.error.find("QPN 4113 (rxe0)"), std::string::npos) << h.sender.error;
   EXPECT_EQ(h.calls.count("accept"), 0);
   EXPECT_EQ(h.calls.count("freeze"), 0);
+  EXPECT_EQ(h.calls.count("source stop QPs c1"), 0);
   EXPECT_EQ(h.calls.count("dump"), 0);
   EXPECT_EQ(h.calls.count("thaw source"), 0);
 }

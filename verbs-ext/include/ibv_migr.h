@@ -198,6 +198,12 @@ int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid, unsigned int flags);
  * QPs resumed, or a negative errno (the others are resumed anyway). */
 int ibv_migr_resume_stopped(struct ibv_context *ctx);
 
+/* Stop every QP of the context that is not stopped yet (as a dump does),
+ * without dumping: its partners pause at their next packet.  For the
+ * moment a process is frozen, so that no partner runs out of RNR retries
+ * before the dump.  Returns how many or -errno. */
+int ibv_migr_stop_all(struct ibv_context *ctx);
+
 #ifdef __cplusplus
 }
 #endif

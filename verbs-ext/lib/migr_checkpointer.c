@@ -101,14 +101,18 @@ static int peek(struct ibv_context *ctx, void **dump, size_t *len)
 	}
 }
 
-int ibv_migr_resume_stopped(struct ibv_context *ctx)
+/* QP_CTL op on every QP of the context whose migration state `want`
+ * accepts; the others are still tried when one fails.  Returns how many
+ * took it, or the first error. */
+static int qp_ctl_each(struct ibv_context *ctx, uint32_t op,
+		       int (*want)(uint32_t migr_state))
 {
 	const struct rxe_migr_rec_hdr *r = NULL;
 	struct rxe_migr_qp_ctl req = { .version = RXE_MIGR_ABI_VERSION,
-				       .op = RXE_MIGR_QP_RESUME };
+				       .op = op };
 	void *dump;
 	size_t len;
-	int err, resumed = 0, first_err = 0;
+	int err, done = 0, first_err = 0;
 
 	if (!ctx)
 		return -EINVAL;
@@ -119,20 +123,41 @@ int ibv_migr_resume_stopped(struct ibv_context *ctx)
 		const struct rxe_migr_qp *q = (const void *)(r + 1);
 		struct migr_call c;
 
-		if (r->type != RXE_MIGR_OBJ_QP ||
-		    q->migr_state != RXE_MIGR_QPS_STOPPED)
+		/* only RC QPs have a migration state */
+		if (r->type != RXE_MIGR_OBJ_QP || q->qp_type != IBV_QPT_RC ||
+		    !want(q->migr_state))
 			continue;
 		migr_call_init(&c, RXE_MIGR_METHOD_QP_CTL);
 		migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
 		migr_attr_handle(&c, RXE_MIGR_ATTR_QP_HANDLE, r->handle);
 		err = migr_call_run(ctx->cmd_fd, &c);
 		if (err && !first_err)
-			first_err = err;	/* resume the others anyway */
+			first_err = err;
 		else if (!err)
-			resumed++;
+			done++;
 	}
 	free(dump);
 	if (err)
 		return err;
-	return first_err ? first_err : resumed;
+	return first_err ? first_err : done;
+}
+
+static int is_stopped(uint32_t migr_state)
+{
+	return migr_state == RXE_MIGR_QPS_STOPPED;
+}
+
+static int is_not_stopped(uint32_t migr_state)
+{
+	return migr_state != RXE_MIGR_QPS_STOPPED;
+}
+
+int ibv_migr_resume_stopped(struct ibv_context *ctx)
+{
+	return qp_ctl_each(ctx, RXE_MIGR_QP_RESUME, is_stopped);
+}
+
+int ibv_migr_stop_all(struct ibv_context *ctx)
+{
+	return qp_ctl_each(ctx, RXE_MIGR_QP_STOP, is_not_stopped);
 }

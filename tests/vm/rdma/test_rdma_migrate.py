@@ -256,12 +256,12 @@ class RdmaMigrateTest(RdmaBedCase):
     def rxe_counters(self, k):
         return self.sh(self.tb, k, "rdma statistic show link rxe0/1").strip()
 
-    def slow_migration_under_budget(self, cid, port, args):
-        """Sender on g1 with BUDGET; crx migrate g0->g2 with args, its
+    def slow_migration_under_budget(self, cid, port, args, budget=BUDGET):
+        """Sender on g1 with budget; crx migrate g0->g2 with args, its
         traffic (TCP to MPORT, nothing else) leaving g0 through a 512 kbit/s
         tbf; both ends must finish ok."""
         count = 4000
-        sender = self.start_pair(cid, port, count, 100, BUDGET)
+        sender = self.start_pair(cid, port, count, 100, budget)
         n = self.wait_progress(cid, 200)
         self.tc(0, "tc qdisc add dev eth0 parent 1:3 handle 30: "
                    "tbf rate 512kbit burst 8kb latency 10s && "
@@ -278,18 +278,19 @@ class RdmaMigrateTest(RdmaBedCase):
         self.wait_progress(cid, n + 100)
         self.finish(cid, sender, count, k=2)
 
-    # Between the freeze and the stop of the source's QPs (the plugin's
-    # DUMP_EXT_FILE; over a second with this slow link) the frozen receiver
-    # reposts nothing and rxe answers the partner with RNR NAKs. Before
-    # rxe-patches 0013 the partner's transport timer kept running through
-    # the RNR backoff and used up retry_cnt: "transport retry counter
-    # exceeded" after a 1.2 s stall (g1's rcvd_rnr_err 107,
-    # retry_exceeded_err +1).
+    # Between the freeze and the stop of the source's QPs the frozen
+    # receiver reposts nothing and rxe answers the partner with RNR NAKs.
+    # Before rxe-patches 0013 the partner's transport timer kept running
+    # through the RNR backoff and used up retry_cnt ("transport retry
+    # counter exceeded" after a 1.2 s stall); while the plugin's dump
+    # stopped the QPs (over a second after the freeze with this slow
+    # link), a partner with one RNR retry ran out of those. crx now stops
+    # the QPs right after the freeze (VerbsSource::freeze).
     def test_9b_migration_longer_than_the_retry_budget(self):
         """No pre-copy: the whole dump crawls through the tbf while the
         source is frozen, seconds, tens of budgets: the partner must not
-        spend its retries."""
-        self.slow_migration_under_budget("seq9b", 18692, "")
+        spend its retries, neither transport nor RNR ones."""
+        self.slow_migration_under_budget("seq9b", 18692, "", BUDGET + " --rnr-retry 1")
 
 
 if __name__ == "__main__":

@@ -215,9 +215,9 @@ class RdmaBedCase(VmTestCase):
         rlog = rout + self.tb.run(dst, f"cat {log}")[1]
         return rc, out, err, rrc, rlog, took
 
-    def migrate(self, cid, src, dst, args=""):
+    def migrate(self, cid, src, dst, args="", arrives="running"):
         """crx migrate cid from guest src to guest dst; returns the report.
-        args: more `crx migrate` flags."""
+        args: more `crx migrate` flags; arrives: its state on dst."""
         rc, out, err, rrc, rlog, took = self.try_migrate(cid, src, dst, args)
         rout = ""
         self.assertEqual(rc, 0, f"migrate g{src}->g{dst} failed:\n{out}\n{err}\n"
@@ -228,7 +228,7 @@ class RdmaBedCase(VmTestCase):
               f"{json.dumps(report, indent=1)}", flush=True)
         self.assertEqual(report["outcome"], "migrated")
         self.assertIsNone(self.state(src, cid), "the source copy must be gone")
-        self.assertEqual(self.state(dst, cid), "running")
+        self.assertEqual(self.state(dst, cid), arrives)
         return report
 
     # -- shared by the fault cases (test_rdma_faults.py) ------------------------

@@ -256,6 +256,24 @@ class RdmaMigrateTest(RdmaBedCase):
     def rxe_counters(self, k):
         return self.sh(self.tb, k, "rdma statistic show link rxe0/1").strip()
 
+    def test_10_paused_container_arrives_paused(self):
+        """crx pause, then migrate: the container arrives paused, its QPs
+        resumed (the partner's sends meet RNR NAKs until it runs: rnr_retry
+        7), and counts on after crx resume (issue 16)."""
+        cid, count = "seq10", 3000
+        sender = self.start_pair(cid, 18610, count, 100)
+        self.wait_progress(cid, 200)
+        self.sh(self.tb, 0, f"{CRX} pause {cid}")
+        self.assertEqual(self.state(0, cid), "paused")
+        rep = self.migrate(cid, 0, 2, arrives="paused")
+        self.assertTrue(rep.get("paused"), rep)
+        held = self.progress(cid)
+        time.sleep(3)
+        self.assertEqual(self.progress(cid), held, "the paused receiver counted on")
+        self.sh(self.tb, 2, f"{CRX} resume {cid}")
+        self.wait_progress(cid, held + 100)
+        self.finish(cid, sender, count, k=2)
+
     def slow_migration_under_budget(self, cid, port, args, budget=BUDGET):
         """Sender on g1 with budget; crx migrate g0->g2 with args, its
         traffic (TCP to MPORT, nothing else) leaving g0 through a 512 kbit/s

@@ -16,7 +16,14 @@ container (processor names r0..r2); the containers and addresses are gone
 afterwards. What the job holds (QPs, TCP connections, GIDs) is printed for
 whoever migrates it next; each rank's orted reaches mpirun from the rank's
 own address (its container's network namespace), the connection that has
-to move with the rank."""
+to move with the rank.
+
+A fourth guest, g3, runs no rank at launch: it is where rank 0 moves
+(`crx-mpi-agent move r0 --to g3`, crx migrate --tcp-established of its
+container, its address and namespace re-made on g3) while mpi-jacobi runs;
+the job must finish with the unmigrated checksum. Over UCX's TCP transport
+(the rank's TCP connections to its peers move with its address) and over
+UCX rc_v on rxe (RC QPs plus the UD QP of UCX's wire-up)."""
 import json
 import os
 import subprocess
@@ -38,8 +45,12 @@ KEY = "0123456789abcdef0123456789abcdef"
 PORT = 7171
 MEMORY_MB = int(os.environ.get("CRX_VM_MPI_MEMORY", "640"))
 # Per-node rdma_rxe ranges, disjoint (as tests/vm/rdma/rdma_bed.py).
-RANGES = [(0x1000, 0x1fff), (0x2000, 0x2fff), (0x3000, 0x3fff)]
+RANGES = [(0x1000, 0x1fff), (0x2000, 0x2fff), (0x3000, 0x3fff), (0x4000, 0x4fff)]
 RANKS = ["r0", "r1", "r2"]
+NODES = 4  # g0-g2 run the ranks, g3 is where a rank moves
+MIGRATE_PORT = 7272
+# Move rank 0 once the job is this far (of JACOBI_ARGS' --iters).
+MOVE_AT_ITER = int(os.environ.get("CRX_VM_MPI_MOVE_AT", "500"))
 # The kernel: tens of seconds under TCG (about 13 ms per iteration with
 # three guests on two cores), halo rows of 2 KiB (eager).
 JACOBI_ARGS = os.environ.get("CRX_VM_MPI_JACOBI", "--n 256 --iters 2500 --check 10 --progress 250")
@@ -47,6 +58,9 @@ PROBE_ARGS = "--max-size 262144 --reps 4 --window 4"
 MPI_MCA = ("--mca plm_rsh_no_tree_spawn 1 --mca pml ucx --mca pml_ucx_tls any "
            "--mca pml_ucx_devices any --mca btl self --mca osc ucx")
 UCX_ENV = "-x UCX_TLS=rc_v,self -x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
+# UCX over TCP between the ranks' own addresses (eth0 in each rank's
+# namespace is its veth): every connection of the rank moves with it.
+UCX_TCP_ENV = "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0"
 
 
 def rank_address(k):
@@ -98,8 +112,8 @@ class MpiTest(VmTestCase):
         mods = subprocess.run([os.path.join(ROOT, "rxe-patches", "build.sh")], check=True,
                               stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
         t = time.monotonic()
-        cls.tb = tb = Testbed(3, modules_dir=mods, rxe=False, memory_mb=MEMORY_MB).start()
-        print(f"booted 3 guests ({MEMORY_MB} MiB each) in {time.monotonic() - t:.1f} s",
+        cls.tb = tb = Testbed(NODES, modules_dir=mods, rxe=False, memory_mb=MEMORY_MB).start()
+        print(f"booted {NODES} guests ({MEMORY_MB} MiB each) in {time.monotonic() - t:.1f} s",
               flush=True)
         try:
             cls.setup_bed(tb)
@@ -115,7 +129,7 @@ class MpiTest(VmTestCase):
                 f.write(f"{r} {tb.ip(k)}:{PORT} {rank_address(k)}\n")
         with open(os.path.join(s, "hostfile"), "w") as f:
             f.write("".join(f"{r} slots=1\n" for r in RANKS))
-        for k in range(3):
+        for k in range(NODES):
             os.makedirs(os.path.join(s, f"log-g{k}"))
             lo, hi = RANGES[k]
             cfg = (f"rdma:\n  device: rxe0\n  netdev: eth0\n"
@@ -128,14 +142,14 @@ class MpiTest(VmTestCase):
             if rc != 0:
                 raise AssertionError(f"g{k}: crx rdma setup failed ({rc}):\n{out}\n{err}")
         cls.agents = []
-        for k in range(3):
+        for k in range(NODES):
             cls.agents.append(tb.spawn(
                 k, f"python3 {AGENT} serve --listen 0.0.0.0:{PORT} --key /tmp/mpi-key "
                    f"--crx {CRX} --bundle {BUNDLE} --rootfs {cls.rootfs} --dev eth0 "
                    f"--state-dir /run/crx-mpi --log-dir {s}/log-g{k} "
                    f"--ready-file {s}/agent-g{k}.ready 2>{s}/agent-g{k}.log"))
         deadline = time.monotonic() + 120
-        for k in range(3):
+        for k in range(NODES):
             while not os.path.exists(os.path.join(s, f"agent-g{k}.ready")):
                 if time.monotonic() > deadline or cls.agents[k].done.is_set():
                     raise AssertionError(f"g{k}: crx-mpi-agent did not start: "
@@ -156,18 +170,19 @@ class MpiTest(VmTestCase):
             return ""
 
     def logs(self):
-        return "\n".join(f"--- {name}:\n{self.read(name)[-3000:]}" for k in range(3)
+        return "\n".join(f"--- {name}:\n{self.read(name)[-3000:]}" for k in range(NODES)
                          for name in [f"agent-g{k}.log"] + [
                              f"log-g{k}/{n}" for n in sorted(
                                  os.listdir(os.path.join(self.tb.scratch, f"log-g{k}")))])
 
-    def mpirun(self, prog, args, tag, during=None):
+    def mpirun(self, prog, args, tag, during=None, ucx=UCX_ENV):
         """mpirun on g0 over the three rank containers; returns the program's
-        JSON summary and mpirun's seconds. during(): called while it runs."""
+        JSON summary and mpirun's seconds. during(): called while it runs.
+        ucx: mpirun's -x UCX_* settings."""
         s = self.tb.scratch
         cmd = (f"cd /tmp && CRX_MPI_MAP={s}/map CRX_MPI_KEY=/tmp/mpi-key "
                f"mpirun --allow-run-as-root --hostfile {s}/hostfile "
-               f"--mca plm_rsh_agent '{AGENT} rsh' {MPI_MCA} {UCX_ENV} "
+               f"--mca plm_rsh_agent '{AGENT} rsh' {MPI_MCA} {ucx} "
                f"/usr/local/bin/{prog} {args} >{s}/{tag}.out 2>{s}/{tag}.err; "
                f"rc=$?; touch {s}/{tag}.done; exit $rc")
         t, start = time.monotonic(), time.time()
@@ -193,10 +208,11 @@ class MpiTest(VmTestCase):
         deadline = time.monotonic() + 120
         while True:
             left = []
-            for k in range(3):
+            for k in range(NODES):
                 out = self.sh(self.tb, k, f"{CRX} list -q; ip netns list; ip -o link; "
                                           f"ip -o -4 addr; ip route")
-                if f"mpi-{RANKS[k]}" in out or rank_address(k) in out:
+                if any(f"mpi-{r}" in out or rank_address(j) in out
+                       for j, r in enumerate(RANKS)):
                     left.append(f"g{k}: {out}")
             if not left:
                 return
@@ -265,6 +281,127 @@ class MpiTest(VmTestCase):
         self.assertEqual(res["checksum"], self.reference["checksum"],
                          "UCX/rxe in containers must give the host run's grid bit for bit")
         self.assertIn('"progress"', self.read("jacobi.err"))
+        self.wait_gone()
+
+    # -- rank 0 moves mid-run ----------------------------------------------------
+    def wait_iter(self, tag, at):
+        """Blocks until the job's rank 0 reported iteration `at` (stderr
+        progress lines); fails if the job ends first."""
+        deadline = time.monotonic() + 600
+        while True:
+            it = 0
+            for ln in self.read(f"{tag}.err").splitlines():
+                try:
+                    it = max(it, json.loads(ln)["progress"]["iter"])
+                except (ValueError, KeyError, TypeError):
+                    continue
+            if it >= at:
+                return it
+            if os.path.exists(os.path.join(self.tb.scratch, f"{tag}.done")) or \
+                    time.monotonic() > deadline:
+                self.fail(f"{tag}: never reached iteration {at}:\n{self.read(tag + '.err')[-2000:]}")
+            time.sleep(0.5)
+
+    def move(self, host, src, dst):
+        """crx-mpi-agent move from g0 (any node would do): (rc, report or
+        None, stderr, seconds)."""
+        t = time.monotonic()
+        rc, out, err = self.tb.run(
+            0, f"python3 {AGENT} move {host} --from {self.tb.ip(src)}:{PORT} "
+               f"--to {self.tb.ip(dst)}:{PORT} --key /tmp/mpi-key "
+               f"--migrate-port {MIGRATE_PORT}", timeout=900)
+        took = time.monotonic() - t
+        report = None
+        if rc == 0:
+            report = json.loads(out.strip().splitlines()[-1])
+        return rc, report, err, took
+
+    def where(self, cid):
+        """{guest: state} of the container on every guest that has it."""
+        found = {}
+        for k in range(NODES):
+            rc, out, _ = self.tb.run(k, f"{CRX} state {cid}", timeout=120)
+            if rc == 0:
+                found[k] = json.loads(out)["status"]
+        return found
+
+    def qps(self, k):
+        """The rank's QPs on guest k as (type, lqpn) pairs."""
+        out = self.sh(self.tb, k, "rdma -j resource show qp")
+        return sorted((q.get("type"), q.get("lqpn")) for q in json.loads(out or "[]")
+                      if q.get("comm") in ("mpi-jacobi", "async"))
+
+    def jacobi_with_move(self, tag, ucx):
+        """mpi-jacobi over the three ranks; rank 0 moves g0 -> g3 once the
+        job passed MOVE_AT_ITER. Returns (summary, mpirun seconds, move)."""
+        move = {}
+
+        def during():
+            move["at"] = self.wait_iter(tag, MOVE_AT_ITER)
+            move["qps_before"] = self.qps(0)
+            move["rc"], move["report"], move["err"], move["took"] = self.move("r0", 0, 3)
+            move["where"] = self.where("mpi-r0")
+            move["ns_g3"] = self.tb.run(3, "ip netns exec crx-mpi-r0 ss -tnpH; ip route; "
+                                           "rdma resource show qp | grep -v GSI")[1]
+            print(f"{tag}: moved r0 at iteration {move['at']} (rc {move['rc']}, "
+                  f"{move['took']:.1f} s): {move['err'].strip()}\nreport: "
+                  f"{json.dumps(move['report'], indent=1)}\nQPs of rank 0 on g0 before: "
+                  f"{move['qps_before']}\nr0 now: {move['where']}\ng3:\n{move['ns_g3']}",
+                  flush=True)
+
+        res, took = self.mpirun("mpi-jacobi", JACOBI_ARGS, tag, during=during, ucx=ucx)
+        return res, took, move
+
+    def assert_moved_run(self, res, move):
+        self.assertEqual(move["rc"], 0, f"crx-mpi-agent move failed: {move['err']}\n{self.logs()}")
+        self.assertEqual(move["report"]["outcome"], "migrated", move["report"])
+        self.assertEqual(move["where"], {3: "running"}, "rank 0's container runs on g3 only")
+        self.assertIn(rank_address(0), move["ns_g3"], "rank 0's address moved to g3")
+        self.assertTrue(res["ok"], res)
+        self.assertEqual(res["mismatches"], 0)
+        self.assertEqual(res["hosts"], RANKS, "one rank in each rank container")
+        self.assertEqual(res["checksum"], self.reference["checksum"],
+                         "a migrated run must give the unmigrated run's grid bit for bit")
+
+    def test_3_jacobi_over_tcp_rank0_moves_to_g3(self):
+        """UCX over TCP between the ranks' own addresses: rank 0's container
+        (orted, rank, its TCP connections to mpirun and to both peers) moves
+        g0 -> g3 mid-run with its address; the job finishes right."""
+        ref, ref_took = self.mpirun("mpi-jacobi", JACOBI_ARGS, "jacobi-tcp", ucx=UCX_TCP_ENV)
+        self.assertEqual(ref["checksum"], self.reference["checksum"])
+        self.wait_gone()
+        res, took, move = self.jacobi_with_move("jacobi-tcp-moved", UCX_TCP_ENV)
+        self.assert_moved_run(res, move)
+        rep = move["report"]
+        print(f"jacobi over tcp: unmigrated {ref_took:.1f} s, migrated {took:.1f} s "
+              f"(delay {took - ref_took:+.1f} s), downtime "
+              f"{rep.get('downtime_seconds', 0):.2f} s, move {move['took']:.1f} s", flush=True)
+        self.wait_gone()
+
+    def test_4_jacobi_over_rc_rank0_moves_to_g3(self):
+        """UCX rc_v on rxe (test_2's job): rank 0 moves g0 -> g3 mid-run,
+        its RC QPs (and the UD QP of UCX's wire-up) with it. Skipped, after
+        checking that the refused move left the job intact, while the
+        restore fails on the rank's verbs context because of its UD QP."""
+        res, took, move = self.jacobi_with_move("jacobi-rc-moved", UCX_ENV)
+        if move["rc"] != 0 and any(t == "UD" for t, _ in move["qps_before"]) and \
+                "Unable to open fd=" in move["err"]:
+            # The known blocker (bundles/mpi/README.md, "Moving a rank"):
+            # UCX 1.13 wires RC up over a UD QP (no other transport can be
+            # its auxiliary one), and the plugin restores RC QPs only, so
+            # CRIU cannot restore the rank's verbs context on g3. crx rolls
+            # back: the rank must then run on at g0 and the job finish right.
+            self.assertEqual(move["where"], {0: "running"}, "rank 0 runs on at g0")
+            self.assertTrue(res["ok"], res)
+            self.assertEqual(res["checksum"], self.reference["checksum"])
+            self.wait_gone()
+            self.skipTest("rank 0 holds a UD QP (UCX's wire-up) that the verbs plugin "
+                          "cannot restore; the migration rolled back and the job finished "
+                          "right: " + move["err"].strip().splitlines()[-1][-300:])
+        self.assert_moved_run(res, move)
+        rep = move["report"]
+        print(f"jacobi over rc: migrated {took:.1f} s, downtime "
+              f"{rep.get('downtime_seconds', 0):.2f} s, move {move['took']:.1f} s", flush=True)
         self.wait_gone()
 
 

@@ -109,7 +109,9 @@ void register_migrate(Cli& cli) {
       // Preflight, before anything is frozen: the container's verbs
       // objects go into the manifest for the receiver to check.
       rdma::ContainerQps qps(cli.global);
-      if (auto inv = qps.inventory(a->id); !inv.empty()) o.manifest.rdma = inv;
+      auto inv = qps.inventory(a->id);
+      rdma::refuse_unsupported(a->id, inv);
+      if (!inv.empty()) o.manifest.rdma = inv;
 
       // Refuses here, before anything is frozen, when the container has
       // processes CRIU would leave behind (unless --kill-exec).

@@ -16,6 +16,7 @@ const char* cause_name(RdmaCause c) {
     case RdmaCause::System: return "system call failed";
     case RdmaCause::VerbsCall: return "verbs call failed";
     case RdmaCause::PluginRestore: return "plugin restore failed";
+    case RdmaCause::Unsupported: return "unsupported verbs objects";
   }
   return "?";
 }

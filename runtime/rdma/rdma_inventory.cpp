@@ -11,6 +11,16 @@
 namespace crx::rdma {
 namespace {
 
+std::string qp_type_name(uint32_t type) {
+  switch (type) {
+    case IBV_QPT_RC: return "RC";
+    case IBV_QPT_UC: return "UC";
+    case IBV_QPT_UD: return "UD";
+    case IBV_QPT_RAW_PACKET: return "raw packet";
+    default: return "type-" + std::to_string(type);
+  }
+}
+
 template <typename T>
 void sort_unique(std::vector<T>& v) {
   std::sort(v.begin(), v.end());
@@ -50,10 +60,15 @@ void RdmaInventory::add_dump(const std::string& device, const void* dump, size_t
       }
       case RXE_MIGR_OBJ_CQ: ++counts.cq; break;
       case RXE_MIGR_OBJ_SRQ: ++counts.srq; break;
-      case RXE_MIGR_OBJ_QP:
+      case RXE_MIGR_OBJ_QP: {
+        const auto* qp = static_cast<const rxe_migr_qp*>(body);
         ++counts.qp;
-        qpns.push_back(static_cast<const rxe_migr_qp*>(body)->qpn);
+        qpns.push_back(qp->qpn);
+        if (qp->qp_type != IBV_QPT_RC)
+          unsupported.push_back(qp_type_name(qp->qp_type) + " QP " + std::to_string(qp->qpn) +
+                                " (" + device + ")");
         break;
+      }
       case RXE_MIGR_OBJ_ASYNC_EVENT: ++counts.async_event; break;
       case RXE_MIGR_OBJ_COMP_CHANNEL: ++counts.comp_channel; break;
       default: break;
@@ -68,6 +83,7 @@ void RdmaInventory::add_dump(const std::string& device, const void* dump, size_t
 }
 
 void RdmaInventory::add(const RdmaInventory& o) {
+  unsupported.insert(unsupported.end(), o.unsupported.begin(), o.unsupported.end());
   devices.insert(devices.end(), o.devices.begin(), o.devices.end());
   qpns.insert(qpns.end(), o.qpns.begin(), o.qpns.end());
   mrns.insert(mrns.end(), o.mrns.begin(), o.mrns.end());
@@ -135,6 +151,16 @@ std::string describe(const RdmaInventory& inv) {
                     plural(c.pd, "PD") + " on ";
   for (size_t i = 0; i < inv.devices.size(); ++i) out += (i ? ", " : "") + inv.devices[i];
   return out;
+}
+
+void refuse_unsupported(const std::string& id, const RdmaInventory& inv) {
+  if (inv.unsupported.empty()) return;
+  std::string list;
+  for (const auto& u : inv.unsupported) list += (list.empty() ? "" : ", ") + u;
+  throw RdmaError(RdmaCause::Unsupported,
+                  "container " + id + " holds verbs objects a restore cannot bring back yet: " +
+                      list + " (only RC QPs move); nothing was frozen",
+                  EOPNOTSUPP);
 }
 
 }  // namespace crx::rdma

@@ -27,6 +27,9 @@ struct RdmaInventory {
   ObjectCounts counts;
   uint64_t mr_bytes = 0;             // memory registered (pinned) in MRs
   uint32_t contexts = 0;             // uverbs files (ibv_context) found
+  // Objects no restore brings back yet, e.g. "UD QP 4101 (rxe0)": only RC
+  // QPs are (verbs-ext/lib). The sender's, not part of the manifest.
+  std::vector<std::string> unsupported;
 
   bool empty() const { return contexts == 0; }
   // Adds one context's dump (rxe_migr_abi.h format) taken on `device`.
@@ -42,5 +45,9 @@ RdmaInventory inventory_from_json(const nlohmann::json& j);
 
 // "2 QPs, 3 MRs (1.0 MiB pinned), 2 CQs, 1 PD on rxe0"
 std::string describe(const RdmaInventory& inv);
+
+// Throws RdmaError(Unsupported, EOPNOTSUPP) naming the container and its
+// objects that a restore cannot bring back, before anything is frozen.
+void refuse_unsupported(const std::string& id, const RdmaInventory& inv);
 
 }  // namespace crx::rdma

@@ -1,6 +1,7 @@
 // A container's verbs inventory from a dump (rxe_migr_abi.h format) and its
 // trip through the migration manifest.
 #include <gtest/gtest.h>
+#include <infiniband/verbs.h>
 
 #include <cstring>
 #include <vector>
@@ -46,7 +47,7 @@ class DumpBuilder {
   uint32_t count_ = 0;
 };
 
-std::vector<unsigned char> sample_dump(uint32_t qpn, uint32_t mrn) {
+std::vector<unsigned char> sample_dump(uint32_t qpn, uint32_t mrn, uint32_t qp_type = IBV_QPT_RC) {
   DumpBuilder b;
   rxe_migr_event_file ev{RXE_MIGR_EVF_DEFAULT_ASYNC, 0};
   b.add(RXE_MIGR_OBJ_ASYNC_EVENT, 77, ev);
@@ -60,6 +61,7 @@ std::vector<unsigned char> sample_dump(uint32_t qpn, uint32_t mrn) {
   b.add(RXE_MIGR_OBJ_CQ, 3, cq);
   rxe_migr_qp qp{};
   qp.qpn = qpn;
+  qp.qp_type = qp_type;
   qp.srq_handle = ~0u;
   b.add(RXE_MIGR_OBJ_QP, 4, qp);
   return b.finish();
@@ -82,6 +84,25 @@ TEST(RdmaInventory, CountsObjectsNumbersAndPinnedMemory) {
   EXPECT_EQ(inv.counts.async_event, 2u);
   EXPECT_EQ(inv.mr_bytes, 2u << 20);
   EXPECT_EQ(rdma::describe(inv), "2 QPs, 2 MRs (2.0 MiB pinned), 2 CQs, 0 SRQs, 2 PDs on rxe0");
+}
+
+TEST(RdmaInventory, QpsOtherThanRcAreRefusedUpFront) {
+  auto rc = sample_dump(0x1011, 0x1002);
+  auto ud = sample_dump(0x1005, 0x1003, IBV_QPT_UD);
+  rdma::RdmaInventory inv;
+  inv.add_dump("rxe0", rc.data(), rc.size());
+  EXPECT_NO_THROW(rdma::refuse_unsupported("c1", inv));
+  inv.add_dump("rxe0", ud.data(), ud.size());
+  ASSERT_EQ(inv.unsupported, std::vector<std::string>{"UD QP 4101 (rxe0)"});
+  try {
+    rdma::refuse_unsupported("c1", inv);
+    FAIL() << "not refused";
+  } catch (const rdma::RdmaError& e) {
+    EXPECT_EQ(e.cause(), rdma::RdmaCause::Unsupported);
+    EXPECT_EQ(e.sys_errno(), EOPNOTSUPP);
+    EXPECT_NE(std::string(e.what()).find("container c1 holds verbs objects"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("UD QP 4101 (rxe0)"), std::string::npos) << e.what();
+  }
 }
 
 TEST(RdmaInventory, MalformedDumpIsAnErrorWithErrno) {

@@ -123,9 +123,7 @@ static int qp_ctl_each(struct ibv_context *ctx, uint32_t op,
 		const struct rxe_migr_qp *q = (const void *)(r + 1);
 		struct migr_call c;
 
-		/* only RC QPs have a migration state */
-		if (r->type != RXE_MIGR_OBJ_QP || q->qp_type != IBV_QPT_RC ||
-		    !want(q->migr_state))
+		if (r->type != RXE_MIGR_OBJ_QP || !want(q->migr_state))
 			continue;
 		migr_call_init(&c, RXE_MIGR_METHOD_QP_CTL);
 		migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));

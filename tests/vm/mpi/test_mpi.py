@@ -378,11 +378,22 @@ class MpiTest(VmTestCase):
               f"{rep.get('downtime_seconds', 0):.2f} s, move {move['took']:.1f} s", flush=True)
         self.wait_gone()
 
+    def test_5_rank_over_rc_is_refused_up_front_and_the_job_runs_on(self):
+        """UCX rc_v holds a UD QP for its wire-up, which no restore brings
+        back yet: crx migrate refuses the move before it freezes anything,
+        naming the QP, and the job finishes right with rank 0 on g0."""
+        res, took, move = self.jacobi_with_move("jacobi-rc-refused", UCX_ENV)
+        self.assertNotEqual(move["rc"], 0, f"the move must be refused: {move['report']}")
+        self.assertIn("UD QP", move["err"])
+        self.assertIn("nothing was frozen", move["err"])
+        self.assertEqual(move["where"], {0: "running"}, "rank 0 stays on g0 only")
+        self.assertTrue(res["ok"], res)
+        self.assertEqual(res["checksum"], self.reference["checksum"])
+        self.wait_gone()
+
     @unittest.skipUnless(os.environ.get("CRX_VM_MPI_RC_MOVE") == "1",
-                         "runs by hand (CRX_VM_MPI_RC_MOVE=1) until the plugin restores "
-                         "UCX's UD wire-up QP: the restore on g3 fails (criu files.c:1213 "
-                         "Unable to open fd=15, the uverbs fd) and the rollback's QP resume "
-                         "returns EINVAL, after which the job hung in one of two runs")
+                         "runs by hand (CRX_VM_MPI_RC_MOVE=1) once UD QPs are restored: "
+                         "crx migrate refuses UCX's UD wire-up QP up front (test_5)")
     def test_4_jacobi_over_rc_rank0_moves_to_g3(self):
         """UCX rc_v on rxe (test_2's job): rank 0 moves g0 -> g3 mid-run,
         its RC QPs and the UD QP of UCX's wire-up with it."""

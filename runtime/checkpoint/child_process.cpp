@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,7 +54,7 @@ void ChildProcess::kill_and_wait() {
 
 ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>& keep_fds,
                    bool quiet, int stdin_fd, int stdout_fd, int stderr_fd,
-                   const std::vector<std::string>* env) {
+                   const std::vector<std::string>* env, bool die_with_parent) {
   if (argv.empty()) throw Error("spawn: empty command line");
   // Everything the child needs is prepared before fork: no allocation after.
   std::vector<char*> args;
@@ -67,6 +68,7 @@ ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>&
   int err_pipe[2];
   if (::pipe2(err_pipe, O_CLOEXEC) != 0) throw_errno("pipe for " + argv[0]);
 
+  pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) {
     int e = errno;
@@ -75,6 +77,10 @@ ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>&
     throw_errno("fork for " + argv[0], e);
   }
   if (pid == 0) {
+    if (die_with_parent) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(127);  // we died before the prctl
+    }
     for (int fd : keep_fds) {
       if (fd >= 0) ::fcntl(fd, F_SETFD, 0);
     }

@@ -37,9 +37,13 @@ class ChildProcess {
 // stdin/stdout/stderr are inherited unless quiet (then /dev/null).
 // stdin_fd/stdout_fd/stderr_fd >= 0 become the child's stdin/stdout/stderr.
 // env: the child's whole environment ("NAME=value"); nullptr keeps ours.
+// die_with_parent: SIGKILL to the child when we die (PR_SET_PDEATHSIG; the
+// kernel sends it when the thread that called spawn exits, so call it from
+// a thread that outlives the child).
 ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>& keep_fds,
                    bool quiet = false, int stdin_fd = -1, int stdout_fd = -1,
-                   int stderr_fd = -1, const std::vector<std::string>* env = nullptr);
+                   int stderr_fd = -1, const std::vector<std::string>* env = nullptr,
+                   bool die_with_parent = false);
 
 // "exited with status 1" / "killed by signal 9".
 std::string describe_wait_status(int status);

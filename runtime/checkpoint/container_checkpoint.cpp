@@ -16,6 +16,7 @@
 #include "checkpoint/external_namespaces.hpp"
 #include "checkpoint/recreated_dev.hpp"
 #include "checkpoint/recreated_mounts.hpp"
+#include "checkpoint/restore_guard.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
@@ -380,9 +381,16 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
 
   auto dir = state::StateDir::create(g.root, id);
   std::optional<cgroup::Cgroup> cg;
+  // Kills what CRIU made if we die before the restore ends (restore_guard.hpp).
+  std::optional<RestoreGuard> guard;
   bool ok = false;
   try {
     cg = cgroup::Cgroup::create(s.linux, id, g.systemd_cgroup);
+    record_restoring_cgroup(dir.path(), cg->save().dump());
+    RestoreLeftovers leftovers;
+    for (const auto& [ctrl, cdir] : cg->dirs()) leftovers.cgroup_dirs.push_back(cdir);
+    leftovers.title = restore_title(r.image_path);
+    guard.emplace(std::move(leftovers));
     UniqueFd images = open_dir(r.image_path, false);
     UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
     CriuRoot root(rootfs, dir.path() + "/criu-root");
@@ -475,8 +483,10 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
     st.systemd_cgroup = g.systemd_cgroup;
     st.pid_file = pid_file;
     dir.save(st);
+    forget_restoring_cgroup(dir.path());
     write_pid_file(pid_file, pid);
     ok = true;
+    guard->disarm();
     return pid;
   } catch (...) {
     if (!ok) {

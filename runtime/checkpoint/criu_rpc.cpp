@@ -194,7 +194,11 @@ using RespPtr = std::unique_ptr<CriuResp, RespDeleter>;
 // One `criu swrk` child serving one request.
 class SwrkSession {
  public:
-  SwrkSession(std::string action, const std::vector<int>& child_fds, bool defer_verbs_resume)
+  // die_with_us: criu swrk is killed when we die (a restore: the tasks it
+  // made are killed by restore_guard.hpp's guard then; a dump must not,
+  // CRIU has to cure and let go of the tasks it seized).
+  SwrkSession(std::string action, const std::vector<int>& child_fds, bool defer_verbs_resume,
+              bool die_with_us)
       : action_(std::move(action)) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -205,7 +209,7 @@ class SwrkSession {
     keep.push_back(theirs.get());
     std::vector<std::string> env = criu_environment(defer_verbs_resume);
     child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, keep, false, -1, -1, -1,
-                   &env);
+                   &env, die_with_us);
   }
 
   ~SwrkSession() {
@@ -301,7 +305,7 @@ std::string read_log(const CommonOptions& o) {
 // Sends req and serves notifications until the final response.
 RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
             const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false) {
-  SwrkSession session(action, child_fds, defer_verbs_resume);
+  SwrkSession session(action, child_fds, defer_verbs_resume, req.type == CRIU_REQ_TYPE__RESTORE);
   if (!session.send(req)) fail(action, o, session.exit_reason() + " before reading the request");
   std::optional<std::string> handler_error;
   for (;;) {

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/restore_guard.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "container/lifecycle.hpp"
@@ -68,19 +69,28 @@ std::vector<std::string> sweep_stale_sessions(const std::string& image_root,
     auto pid = j.value("pid", 0);
     if (pid > 0 && state::process_alive(pid, j.value("start", uint64_t{0}))) continue;
     std::string id = j.value("id", "");
-    if (!j.value("committed", false) && !id.empty()) {
-      std::string state_dir = g.root + "/" + id;
-      struct stat st{};
-      if (::stat(state_dir.c_str(), &st) == 0 && made_by_session(state_dir, j.value("began", ""))) {
-        try {
-          container::delete_container(g, id, true);
-          done.push_back("deleted " + id + ", which a receiver that died had restored but not committed");
-        } catch (const std::exception& e) {
-          done.push_back("could not delete " + id + " left by a receiver that died: " + e.what());
-        }
+    bool committed = j.value("committed", false);
+    std::string state_dir = id.empty() ? "" : g.root + "/" + id;
+    struct stat st{};
+    bool made = !state_dir.empty() && ::stat(state_dir.c_str(), &st) == 0 &&
+                made_by_session(state_dir, j.value("began", ""));
+    // Tasks CRIU was restoring from this session's images can never finish
+    // (their criu is gone), committed or not; the cgroup the restore made
+    // goes with them when the container is this session's and uncommitted.
+    for (auto& line : checkpoint::remove_unfinished_restore(!committed && made ? state_dir : "", dir))
+      done.push_back(std::move(line));
+    if (!committed && made) {
+      try {
+        container::delete_container(g, id, true);
+        done.push_back("deleted " + id + ", which a receiver that died had restored but not committed");
+      } catch (const std::exception& e) {
+        done.push_back("could not delete " + id + " left by a receiver that died: " + e.what());
       }
     }
     try {
+      // CRIU killed mid-restore leaves its cgroup yard (tmpfs and cgroup
+      // mounts) in the work dir.
+      state::detach_mounts_below(dir);
       remove_tree(dir);
       done.push_back("removed " + dir + " (a receiver that died)");
     } catch (const std::exception& e) {

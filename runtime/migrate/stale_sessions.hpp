@@ -13,7 +13,10 @@
 //     restored, held one whose state.json was created after the session
 //     began. A container of that id from before the session is kept.
 //   - committed: the container is this node's; only the images go.
-// Then the directory goes.
+// In both cases tasks CRIU was still restoring from the session's images
+// are killed (checkpoint/restore_guard.hpp: criu died with the receiver,
+// they can never finish), with the cgroup of an uncommitted half-restored
+// container. Then the directory goes.
 #pragma once
 #include <string>
 #include <vector>

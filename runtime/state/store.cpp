@@ -208,6 +208,8 @@ std::string unescape_mountinfo(const std::string& s) {
   return out;
 }
 
+}  // namespace
+
 // Detaches every mount at or below dir, deepest first. A restore that was
 // killed (crx receive or crx restore got SIGKILL) leaves its bind mount of
 // the rootfs (criu-root) and its staged tmpfs in the state directory:
@@ -234,8 +236,6 @@ void detach_mounts_below(const std::string& dir) {
             [](const std::string& a, const std::string& b) { return a.size() > b.size(); });
   for (const auto& p : points) ::umount2(p.c_str(), MNT_DETACH);
 }
-
-}  // namespace
 
 void StateDir::remove() {
   detach_mounts_below(path_);

@@ -79,6 +79,11 @@ class StateDir {
   UniqueFd lock_;
 };
 
+// Detaches (MNT_DETACH) every mount at or below dir, deepest first: what a
+// killed restore left there (CRIU's rootfs bind mount and cgroup yard)
+// before the tree is removed.
+void detach_mounts_below(const std::string& dir);
+
 // Ids of all containers under root (directories with a state.json), sorted.
 std::vector<std::string> list_ids(const std::string& root);
 

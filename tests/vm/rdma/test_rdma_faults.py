@@ -101,16 +101,12 @@ class RdmaFaultsTest(RdmaBedCase):
         return [p["name"] for p in json.loads(out.strip().splitlines()[-1])["phases"]]
 
     # -- cases ---------------------------------------------------------------
-    # crx bug (runtime/checkpoint, cmd/cmd_receive; not verbs-ext): a task
-    # criu forked for the restore ("criu: restore --rpc -D
-    # /run/crx-migrate/flt1-*/1") outlives the SIGKILL of crx receive and
-    # of every criu process seen a moment before: nothing ties criu swrk and
-    # the tasks it restores to the receiver's life (no PR_SET_PDEATHSIG, no
-    # kill of the new cgroup), so g2 keeps a stuck restore task. The
-    # receiver's sweep of what a dead receiver left (stale_sessions.hpp)
-    # removes the images and the half-made state directory but cannot find
-    # that task.
-    @unittest.expectedFailure
+    # The tasks criu forked for the restore wait on it for every stage:
+    # killed with the receiver, they would stay stuck on g2 with their QPs.
+    # crx kills them (checkpoint/restore_guard.hpp): criu swrk dies with the
+    # receiver (PR_SET_PDEATHSIG), a guard forked for the restore kills the
+    # new cgroup's tasks and those with criu's title for these images, and
+    # the next receiver's sweep does it again.
     def test_1_destination_killed_mid_restore(self):
         cid, count = "flt1", 6000
         sender = self.start_pair(cid, 18701, count, 100)
@@ -146,7 +142,8 @@ class RdmaFaultsTest(RdmaBedCase):
             print(f"the next receiver:\n{rlog}", flush=True)
             self.assertIn("a receiver that died", rlog)
             left = self.leftovers(2, cid)
-            self.assertEqual(left, {}, "left on g2 after the receiver started again")
+            self.assertEqual(left, {}, "left on g2 after the receiver started again:\n" + self.tb.run(
+                2, "find /run/crx-migrate -maxdepth 3; grep crx-migrate/ /proc/self/mountinfo")[1])
         finally:
             self.clean_destination(2, cid)
         rc, out, err = self.tb.run(0, f"{CRX} migrate {cid} --to {self.tb.ip(2)}:{MPORT} "

@@ -218,7 +218,7 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   for (;;) {
     SyncMsg msg;
     if (!parent_end.receive(msg)) throw Error("container init exited during setup");
-    if (msg.type == SyncType::Error) throw Error(msg.text);
+    if (msg.type == SyncType::Error) SyncChannel::throw_error(msg);
     if (msg.type == SyncType::InitPid) {
       tx.init = msg.value;
       ::waitpid(tx.child, nullptr, 0);  // the intermediate exits after forking

@@ -90,7 +90,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
     run_process(ctx, sync);
   } catch (const std::exception& e) {
     try {
-      sync.send(SyncType::Error, 0, e.what());
+      sync.send_error(e);
     } catch (...) {
     }
   }
@@ -181,7 +181,7 @@ Executed exec_in_container(const GlobalOptions& g, const ExecOptions& o) {
   for (;;) {
     SyncMsg msg;
     if (!parent_end.receive(msg)) break;  // EOF: execve happened (or the process died)
-    if (msg.type == SyncType::Error) throw Error(msg.text);
+    if (msg.type == SyncType::Error) SyncChannel::throw_error(msg);
     if (msg.type == SyncType::InitPid) {
       guard.process = msg.value;
       ::waitpid(guard.helper, nullptr, 0);

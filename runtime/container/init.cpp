@@ -28,7 +28,10 @@ std::string find_executable(const std::string& name, const std::vector<std::stri
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
   };
   if (name.find('/') != std::string::npos) {
-    if (!executable(name)) throw Error("exec: \"" + name + "\": stat " + name + ": no such executable file");
+    if (!executable(name)) {
+      throw Error("exec: \"" + name + "\": stat " + name + ": no such executable file",
+                  Cause::NotFound);
+    }
     return name;
   }
   std::string path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
@@ -154,7 +157,7 @@ void container_init(const InitContext& ctx) {
     bool reported = false;
     try {
       if (sync.fd() >= 0) {
-        sync.send(SyncType::Error, 0, e.what());
+        sync.send_error(e);
         reported = true;
       }
     } catch (...) {

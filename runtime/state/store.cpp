@@ -99,8 +99,9 @@ std::string stat_tail(pid_t pid) {
   std::string s;
   try {
     s = read_file_if_present("/proc/" + std::to_string(pid) + "/stat").value_or("");
-  } catch (const Error&) {  // ESRCH while reading: it just exited
-    return "";
+  } catch (const Error& e) {
+    if (e.cause() == Cause::NotFound) return "";  // ESRCH while reading: it just exited
+    throw;
   }
   auto close = s.rfind(')');
   return close == std::string::npos ? "" : s.substr(close + 2);
@@ -146,7 +147,7 @@ StateDir StateDir::create(const std::string& root, const std::string& id) {
   if (::mkdir(root.c_str(), 0711) != 0 && errno != EEXIST) mkdir_p(root, 0711);
   std::string path = root + "/" + id;
   if (::mkdir(path.c_str(), 0711) != 0) {
-    if (errno == EEXIST) throw Error("container with id " + id + " already exists");
+    if (errno == EEXIST) throw Error("container with id " + id + " already exists", EEXIST);
     throw_errno("create state directory " + path);
   }
   try {
@@ -179,8 +180,10 @@ ContainerState StateDir::load() const {
   std::string text;
   try {
     text = read_file(path_ + "/state.json");
-  } catch (const Error&) {
-    throw Error("container " + id_ + " does not exist (no state.json; half-created? use delete --force)");
+  } catch (const Error& e) {
+    if (e.cause() != Cause::NotFound) throw;
+    throw Error("container " + id_ + " does not exist (no state.json; half-created? use delete --force)",
+                e.sys_errno());
   }
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw Error("state of container " + id_ + " is corrupt: " + path_ + "/state.json");
@@ -219,8 +222,9 @@ void detach_mounts_below(const std::string& dir) {
   std::string text;
   try {
     text = read_file("/proc/self/mountinfo");
-  } catch (const Error&) {
-    return;
+  } catch (const Error& e) {
+    if (e.cause() == Cause::NotFound) return;  // no /proc: nothing to go by
+    throw;
   }
   std::vector<std::string> points;
   std::istringstream lines(text);

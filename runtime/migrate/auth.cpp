@@ -178,7 +178,8 @@ AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key) {
   if (!equal_secret(got, proof(key, "client", peer, nonce_s, nonce_c))) {
     conn.send_error_quietly("authentication failed: the receiver does not accept this key");
     throw Error("authentication failed: " + conn.peer() +
-                " does not know the migration key (check the key file on both hosts)");
+                    " does not know the migration key (check the key file on both hosts)",
+                Cause::Permission);
   }
   conn.send(FrameType::AuthOk);
   return peer;
@@ -202,19 +203,24 @@ void authenticate_as_client(FrameConn& conn, const SharedKey& key, std::string_v
       !equal_secret(proof_s, proof(key, "server", me, nonce_c, nonce_s))) {
     conn.send_error_quietly("authentication failed: the sender does not accept this key");
     throw Error("authentication failed: the receiver at " + conn.peer() +
-                " does not know the migration key (check the key file on both hosts)");
+                    " does not know the migration key (check the key file on both hosts)",
+                Cause::Permission);
   }
   nlohmann::json response = {{"proof", to_hex(proof(key, "client", me, nonce_s, nonce_c))}};
   conn.send(FrameType::Response, response.dump());
   try {
     conn.expect(FrameType::AuthOk);
   } catch (const Error& e) {
-    std::string what = e.what();
-    if (what.find("authentication failed") != std::string::npos) {
+    // The server answers a well-formed Response (ours always is) with
+    // AuthOk, or with an Error frame when the proof does not check out:
+    // an Error frame here is the refusal. Anything else (time-out, closed
+    // or corrupt link) is said as it is.
+    if (e.cause() == Cause::Peer) {
       throw Error("authentication failed: the receiver at " + conn.peer() +
-                  " refused our key (check the key file on both hosts)");
+                      " refused our key (check the key file on both hosts)",
+                  Cause::Permission);
     }
-    throw Error("authentication failed: " + what);
+    throw Error("authentication failed: " + std::string(e.what()), e.cause(), e.sys_errno());
   }
 }
 

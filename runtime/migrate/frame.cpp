@@ -180,7 +180,7 @@ Frame FrameConn::expect(FrameType want) {
   Frame f = receive();
   if (f.type == want) return f;
   if (f.type == FrameType::Error || f.type == FrameType::Abort) {
-    throw Error(peer_ + ": " + (f.payload.empty() ? std::string("aborted") : f.payload));
+    throw Error(peer_ + ": " + (f.payload.empty() ? std::string("aborted") : f.payload), Cause::Peer);
   }
   throw Error("unexpected " + std::string(frame_type_name(f.type)) + " frame from " + peer_ +
               ", expected " + std::string(frame_type_name(want)));

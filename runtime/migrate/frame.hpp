@@ -77,8 +77,9 @@ class FrameConn {
   void send(FrameType type, std::string_view payload = {});
   // Throws Error on time-out, EOF, oversized or corrupt frame.
   Frame receive();
-  // receive(), and: an Error/Abort frame throws its text; another type than
-  // `want` throws "unexpected <type> frame, expected <want>".
+  // receive(), and: an Error/Abort frame throws its text (Cause::Peer: the
+  // peer said no); another type than `want` throws "unexpected <type>
+  // frame, expected <want>".
   Frame expect(FrameType want);
   // Sends an Error frame, ignoring failures (the link may be gone).
   void send_error_quietly(std::string_view message) noexcept;

@@ -108,6 +108,83 @@ TEST(MigrateAuth, ServerRefusesAProofNotMadeWithTheKey) {
   EXPECT_NE(server.get().find("authentication failed"), std::string::npos);
 }
 
+// The client's side of a handshake whose Response a relay replaces with a
+// made-up proof: the server (same key as the client) refuses it. With
+// `forward_refusal` false the relay hangs up instead of passing the
+// server's Error frame on.
+crx::Error client_error_behind_a_tampering_relay(bool forward_refusal) {
+  auto key = SharedKey::from_bytes("0123456789abcdef-shared");
+  auto near = make_pair();  // client <-> relay
+  auto far = make_pair();   // relay <-> server
+  auto server = std::async(std::launch::async, [&] {
+    try {
+      crx::migrate::authenticate_as_server(far.server, key);
+    } catch (const crx::Error&) {
+    }
+  });
+  auto relay = std::async(std::launch::async, [&] {
+    auto pass = [](FrameConn& from, FrameConn& to) {
+      auto f = from.receive();
+      to.send(f.type, f.payload);
+    };
+    pass(near.server, far.client);  // Hello
+    pass(far.client, near.server);  // Challenge
+    near.server.receive();          // Response, replaced:
+    far.client.send(FrameType::Response, "{\"proof\":\"" + std::string(64, 'b') + "\"}");
+    if (forward_refusal) {
+      pass(far.client, near.server);  // the server's Error frame
+    } else {
+      far.client.receive();
+      near.server.shutdown();
+    }
+  });
+  crx::Error got("");
+  try {
+    crx::migrate::authenticate_as_client(near.client, key, "control", "s1");
+    ADD_FAILURE() << "the client took a refusal for AuthOk";
+  } catch (const crx::Error& e) {
+    got = e;
+  }
+  relay.get();
+  server.get();
+  return got;
+}
+
+TEST(MigrateAuth, AnErrorFrameAfterTheResponseIsTheReceiversRefusal) {
+  crx::Error e = client_error_behind_a_tampering_relay(true);
+  EXPECT_STREQ(e.what(),
+               "authentication failed: the receiver at receiver refused our key "
+               "(check the key file on both hosts)");
+  EXPECT_EQ(e.cause(), crx::Cause::Permission);
+}
+
+TEST(MigrateAuth, ALinkLostAfterTheResponseIsNotTakenForARefusal) {
+  crx::Error e = client_error_behind_a_tampering_relay(false);
+  EXPECT_STREQ(e.what(), "authentication failed: receiver closed the connection");
+  EXPECT_NE(e.cause(), crx::Cause::Permission);
+}
+
+TEST(MigrateAuth, RefusalsArePermissionErrorsOnBothSides) {
+  auto p = make_pair();
+  auto server = std::async(std::launch::async, [&] {
+    try {
+      crx::migrate::authenticate_as_server(p.server, SharedKey::from_bytes("receiver-key-0123456789"));
+    } catch (const crx::Error& e) {
+      return e.cause();
+    }
+    return crx::Cause::Other;
+  });
+  try {
+    crx::migrate::authenticate_as_client(p.client, SharedKey::from_bytes("sender-key-0123456789"),
+                                         "control", "s1");
+    FAIL() << "a wrong key was accepted";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(e.cause(), crx::Cause::Permission) << e.what();
+  }
+  // The client refused the server's proof first; the server sees its Error frame.
+  EXPECT_EQ(server.get(), crx::Cause::Peer);
+}
+
 TEST(MigrateAuth, KeyFileMustBeOwnerOnly) {
   auto dir = temp_dir();
   std::string path = dir + "/key";

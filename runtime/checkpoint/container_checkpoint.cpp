@@ -14,6 +14,7 @@
 #include "checkpoint/carried_state.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
+#include "checkpoint/outside_terminal.hpp"
 #include "checkpoint/recreated_dev.hpp"
 #include "checkpoint/recreated_mounts.hpp"
 #include "checkpoint/restore_guard.hpp"
@@ -315,6 +316,9 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     o.leave_running = true;
   }
   write_carried_state(r.image_path, carried_state_of(src.state, src.paused));
+  // Debian's CRIU 3.17.1 looks the terminal up as a file on a mount of
+  // the container; the caller's /dev/pts is not one, --shell-job or not.
+  bool outside_terminal = r.flags.shell_job && stdio_is_outside_terminal(src.pid);
   auto report_left_out = [&] {
     if (left_out.empty()) return;
     log::warn("checkpoint of " + id + ": --kill-exec: not in the images, " +
@@ -325,12 +329,10 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
   } catch (const Error& e) {
     resume_verbs_quietly(g, id);  // a failed dump leaves the tasks running
     if (freeze_first && !was_frozen) cg->thaw();
-    // Debian's CRIU 3.17.1 looks the terminal up as a file on a mount of
-    // the container; the caller's /dev/pts is not one, --shell-job or not.
-    std::string what = e.what();
-    if (r.flags.shell_job && what.find("path=/dev/pts/") != std::string::npos) {
+    if (outside_terminal) {
       throw Error("--shell-job: the container's terminal comes from outside its mount "
-                  "namespace, which this CRIU cannot dump (" + what + ")");
+                  "namespace, which this CRIU cannot dump (" + std::string(e.what()) + ")",
+                  e.cause(), e.sys_errno());
     }
     throw;
   } catch (...) {

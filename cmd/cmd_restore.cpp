@@ -7,6 +7,8 @@
 #include <memory>
 
 #include "checkpoint/container_checkpoint.hpp"
+
+#include "common/retry_eintr.hpp"
 #include "cli.hpp"
 #include "cmd_criu_flags.hpp"
 
@@ -36,8 +38,7 @@ void register_restore(Cli& cli) {
       pid_t pid = checkpoint::restore_container(cli.global, *id, *r);
       if (r->detach) return 0;
       int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-      }
+      retry_eintr([&] { return ::waitpid(pid, &status, 0); });
       if (WIFEXITED(status)) return WEXITSTATUS(status);
       if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
       return 0;

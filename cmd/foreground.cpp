@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "linux/console.hpp"
 
 namespace crx::cmd {
@@ -60,8 +61,8 @@ void drain_pty(int master) {
     ssize_t n = ::read(master, buf, sizeof buf);
     if (n <= 0) return;
     for (ssize_t done = 0; done < n;) {
-      ssize_t w = ::write(1, buf + done, static_cast<size_t>(n - done));
-      if (w < 0 && errno == EINTR) continue;
+      ssize_t w =
+          retry_eintr([&] { return ::write(1, buf + done, static_cast<size_t>(n - done)); });
       if (w <= 0) return;
       done += w;
     }

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 
 namespace crx {
@@ -19,11 +20,8 @@ std::string read_all(int fd, const std::string& path) {
   std::string out;
   char buf[8192];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("read " + path);
-    }
+    ssize_t n = retry_eintr([&] { return ::read(fd, buf, sizeof buf); });
+    if (n < 0) throw_errno("read " + path);
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }
@@ -46,11 +44,8 @@ std::optional<std::string> read_file_if_present(const std::string& path) {
 
 static void write_all(int fd, std::string_view data, const std::string& path) {
   while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write " + path);
-    }
+    ssize_t n = retry_eintr([&] { return ::write(fd, data.data(), data.size()); });
+    if (n < 0) throw_errno("write " + path);
     data.remove_prefix(static_cast<size_t>(n));
   }
 }

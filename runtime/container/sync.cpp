@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 
 namespace crx::container {
 
@@ -18,8 +19,8 @@ std::pair<SyncChannel, SyncChannel> SyncChannel::make_pair() {
 namespace {
 
 void send_msg(int fd, const SyncMsg& msg) {
-  while (::send(fd, &msg, sizeof msg, MSG_NOSIGNAL) < 0) {
-    if (errno != EINTR) throw_errno("sync channel send");
+  if (retry_eintr([&] { return ::send(fd, &msg, sizeof msg, MSG_NOSIGNAL); }) < 0) {
+    throw_errno("sync channel send");
   }
 }
 
@@ -49,15 +50,12 @@ void SyncChannel::throw_error(const SyncMsg& msg) {
 }
 
 bool SyncChannel::receive(SyncMsg& msg) const {
-  for (;;) {
-    ssize_t n = ::recv(fd_.get(), &msg, sizeof msg, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw_errno("sync channel receive");
-    if (n == 0) return false;
-    if (static_cast<size_t>(n) != sizeof msg) throw Error("sync channel: short message");
-    msg.text[sizeof msg.text - 1] = 0;
-    return true;
-  }
+  ssize_t n = retry_eintr([&] { return ::recv(fd_.get(), &msg, sizeof msg, 0); });
+  if (n < 0) throw_errno("sync channel receive");
+  if (n == 0) return false;
+  if (static_cast<size_t>(n) != sizeof msg) throw Error("sync channel: short message");
+  msg.text[sizeof msg.text - 1] = 0;
+  return true;
 }
 
 SyncMsg SyncChannel::expect(SyncType type) const {

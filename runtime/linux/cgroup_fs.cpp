@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 
 namespace crx::cgroup::fs {
@@ -31,10 +32,7 @@ void write(const std::string& dir, const std::string& file, const std::string& v
   std::string path = join(dir, file);
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd) throw_errno("cgroup: write " + value + " to " + path);
-  for (;;) {
-    ssize_t n = ::write(fd.get(), value.data(), value.size());
-    if (n >= 0) break;
-    if (errno == EINTR) continue;
+  if (retry_eintr([&] { return ::write(fd.get(), value.data(), value.size()); }) < 0) {
     throw_errno("cgroup: write " + value + " to " + path);
   }
 }
@@ -49,11 +47,8 @@ std::optional<std::string> read_if_exists(const std::string& dir, const std::str
   std::string out;
   char buf[4096];
   for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("cgroup: read " + path);
-    }
+    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
+    if (n < 0) throw_errno("cgroup: read " + path);
     if (n == 0) break;
     out.append(buf, static_cast<size_t>(n));
   }

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "linux/cgroup.hpp"
 #include "linux/cgroup_fs.hpp"
 
@@ -55,9 +56,8 @@ OomEvents Cgroup::oom_events() const {
 uint64_t OomEvents::consume() {
   char buf[4096];
   for (;;) {  // drain the wake-ups (eventfd counter or inotify records)
-    ssize_t n = ::read(fd_.get(), buf, sizeof buf);
+    ssize_t n = retry_eintr([&] { return ::read(fd_.get(), buf, sizeof buf); });
     if (n > 0 && !is_eventfd_) continue;
-    if (n < 0 && errno == EINTR) continue;
     break;
   }
   uint64_t now = 0;

@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 
 namespace crx::linux_ {
 
@@ -54,10 +55,8 @@ UniqueFd connect_unix_socket(const std::string& path, const std::string& what) {
   std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
   UniqueFd sock(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!sock) throw_errno(what + ": socket");
-  int rc;
-  do {
-    rc = ::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-  } while (rc < 0 && errno == EINTR);
+  int rc = retry_eintr(
+      [&] { return ::connect(sock.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr); });
   if (rc < 0) throw_errno(what + ": connect " + path);
   return sock;
 }
@@ -77,10 +76,7 @@ void send_fd(int sock_fd, int fd, const std::string& payload, const std::string&
   cmsg->cmsg_type = SCM_RIGHTS;
   cmsg->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
-  ssize_t n;
-  do {
-    n = ::sendmsg(sock_fd, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = retry_eintr([&] { return ::sendmsg(sock_fd, &msg, MSG_NOSIGNAL); });
   if (n < 0) throw_errno(what + ": sendmsg");
   if (static_cast<size_t>(n) != bytes.size()) throw Error(what + ": short sendmsg");
 }
@@ -94,10 +90,7 @@ UniqueFd recv_fd(int sock_fd, std::string* payload) {
   msg.msg_iovlen = 1;
   msg.msg_control = control;
   msg.msg_controllen = sizeof control;
-  ssize_t n;
-  do {
-    n = ::recvmsg(sock_fd, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = retry_eintr([&] { return ::recvmsg(sock_fd, &msg, MSG_CMSG_CLOEXEC); });
   if (n < 0) throw_errno("recvmsg");
   UniqueFd fd;
   for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
@@ -130,9 +123,8 @@ namespace {
 // Writes all of data, waiting for POLLOUT when the fd is non-blocking.
 bool write_all(int fd, const char* data, size_t len) {
   while (len > 0) {
-    ssize_t n = ::write(fd, data, len);
+    ssize_t n = retry_eintr([&] { return ::write(fd, data, len); });
     if (n < 0) {
-      if (errno == EINTR) continue;
       if (errno == EAGAIN) {
         pollfd p{fd, POLLOUT, 0};
         ::poll(&p, 1, -1);
@@ -204,8 +196,7 @@ void proxy_pty(int master, int in, int out, int stop_fd) {
     std::vector<pollfd> fds;
     for (int fd : proxy.poll_fds()) fds.push_back({fd, POLLIN, 0});
     if (stop_fd >= 0) fds.push_back({stop_fd, POLLIN, 0});
-    if (::poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
+    if (retry_eintr([&] { return ::poll(fds.data(), fds.size(), -1); }) < 0) {
       throw_errno("console: poll");
     }
     if (stop_fd >= 0 && fds.back().revents) {

@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 
 namespace crx::linux_ {
@@ -25,8 +26,8 @@ UniqueFd state_memfd(const std::string& state_json) {
   if (!fd) throw_errno("hook: memfd_create");
   size_t done = 0;
   while (done < state_json.size()) {
-    ssize_t n = ::write(fd.get(), state_json.data() + done, state_json.size() - done);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = retry_eintr(
+        [&] { return ::write(fd.get(), state_json.data() + done, state_json.size() - done); });
     if (n < 0) throw_errno("hook: write state");
     done += static_cast<size_t>(n);
   }
@@ -58,12 +59,11 @@ std::string first_line(const std::string& text) {
 bool drain(int fd, std::string& out) {
   char buf[4096];
   for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
+    ssize_t n = retry_eintr([&] { return ::read(fd, buf, sizeof buf); });
     if (n > 0) {
       if (out.size() < 65536) out.append(buf, static_cast<size_t>(n));
       continue;
     }
-    if (n < 0 && errno == EINTR) continue;
     return n < 0 && errno == EAGAIN;
   }
 }
@@ -139,8 +139,7 @@ void run_hook(const spec::Hook& hook, const std::string& state_json, const std::
   }
   if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  retry_eintr([&] { return ::waitpid(pid, &status, 0); });
   drain(err_r.get(), err_text);  // what the hook wrote before exiting
 
   if (timed_out)

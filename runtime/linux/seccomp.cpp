@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "linux/console.hpp"
 #include "spec/seccomp_names.hpp"
 
@@ -117,8 +118,8 @@ std::string export_with(const Ctx& ctx, int (*exporter)(const scmp_filter_ctx, i
   std::string out(static_cast<size_t>(size), '\0');
   size_t done = 0;
   while (done < out.size()) {
-    ssize_t n = ::pread(fd.get(), out.data() + done, out.size() - done, done);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = retry_eintr(
+        [&] { return ::pread(fd.get(), out.data() + done, out.size() - done, done); });
     if (n <= 0) throw_errno("seccomp: read exported filter");
     done += static_cast<size_t>(n);
   }

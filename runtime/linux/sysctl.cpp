@@ -7,6 +7,7 @@
 #include <cerrno>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 
 namespace crx::linux_ {
@@ -94,10 +95,7 @@ void validate_sysctls(const spec::Linux& l) {
 void write_proc_file(const std::string& path, const std::string& value) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
   if (!fd) throw_errno("open " + path);
-  ssize_t n;
-  do {
-    n = ::write(fd.get(), value.data(), value.size());
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = retry_eintr([&] { return ::write(fd.get(), value.data(), value.size()); });
   if (n < 0) throw_errno("write \"" + value + "\" to " + path);
   if (static_cast<size_t>(n) != value.size()) throw Error("short write to " + path);
 }

@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/retry_eintr.hpp"
 #include "state/id.hpp"
 
 namespace crx::state {
@@ -134,9 +135,7 @@ namespace {
 UniqueFd lock_dir(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) throw_errno("open state directory " + path);
-  while (::flock(fd.get(), LOCK_EX) != 0) {
-    if (errno != EINTR) throw_errno("lock " + path);
-  }
+  if (retry_eintr([&] { return ::flock(fd.get(), LOCK_EX); }) != 0) throw_errno("lock " + path);
   return fd;
 }
 

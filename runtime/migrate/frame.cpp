@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 
 namespace crx::migrate {
 namespace {
@@ -92,14 +93,11 @@ FrameConn::FrameConn(UniqueFd fd, std::string peer) : fd_(std::move(fd)), peer_(
 void FrameConn::wait_ready(short events, const char* what) {
   if (timeout_.count() <= 0) return;
   struct pollfd p{fd_.get(), events, 0};
-  for (;;) {
-    int r = ::poll(&p, 1, static_cast<int>(timeout_.count()));
-    if (r > 0) return;
-    if (r == 0) {
-      throw Error(std::string("timed out after ") + std::to_string(timeout_.count() / 1000) +
-                  " s " + what + " " + peer_);
-    }
-    if (errno != EINTR) throw_errno(std::string("poll ") + peer_);
+  int r = retry_eintr([&] { return ::poll(&p, 1, static_cast<int>(timeout_.count())); });
+  if (r < 0) throw_errno(std::string("poll ") + peer_);
+  if (r == 0) {
+    throw Error(std::string("timed out after ") + std::to_string(timeout_.count() / 1000) +
+                " s " + what + " " + peer_);
   }
 }
 

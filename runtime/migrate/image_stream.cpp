@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 
 namespace crx::migrate {
 namespace {
@@ -54,11 +55,9 @@ bool safe_component(std::string_view c) {
 
 void write_all_at(int fd, std::string_view data, uint64_t offset, const std::string& path) {
   while (!data.empty()) {
-    ssize_t n = ::pwrite(fd, data.data(), data.size(), static_cast<off_t>(offset));
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("write image " + path);
-    }
+    auto at = static_cast<off_t>(offset);
+    ssize_t n = retry_eintr([&] { return ::pwrite(fd, data.data(), data.size(), at); });
+    if (n < 0) throw_errno("write image " + path);
     data.remove_prefix(static_cast<size_t>(n));
     offset += static_cast<uint64_t>(n);
   }
@@ -132,10 +131,7 @@ void ImageStreamer::watch_loop() {
   alignas(struct inotify_event) char buf[16384];
   for (;;) {
     struct pollfd p[2] = {{inotify_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
-    if (::poll(p, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("poll inotify");
-    }
+    if (retry_eintr([&] { return ::poll(p, 2, -1); }) < 0) throw_errno("poll inotify");
     if (p[0].revents & POLLIN) {
       ssize_t n = ::read(inotify_.get(), buf, sizeof buf);
       if (n < 0 && errno != EAGAIN && errno != EINTR) throw_errno("read inotify");
@@ -171,11 +167,9 @@ void ImageStreamer::send_file(const std::string& file) {
     std::string chunk(kImageChunk, '\0');
     uint64_t offset = 0;
     for (;;) {
-      ssize_t n = ::pread(fd.get(), chunk.data(), chunk.size(), static_cast<off_t>(offset));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw_errno("read image " + path);
-      }
+      auto at = static_cast<off_t>(offset);
+      ssize_t n = retry_eintr([&] { return ::pread(fd.get(), chunk.data(), chunk.size(), at); });
+      if (n < 0) throw_errno("read image " + path);
       if (n == 0) break;
       conn_.send(FrameType::ImageData,
                  encode_image_data(name, offset, std::string_view(chunk.data(), n)));

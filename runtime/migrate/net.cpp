@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 
 namespace crx::migrate {
 
@@ -84,10 +85,8 @@ UniqueFd connect_tcp(const HostPort& to, std::chrono::milliseconds timeout) {
     int r = ::connect(fd.get(), a->ai_addr, a->ai_addrlen);
     if (r != 0 && errno == EINPROGRESS) {
       struct pollfd p{fd.get(), POLLOUT, 0};
-      int pr;
-      do {
-        pr = ::poll(&p, 1, timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1);
-      } while (pr < 0 && errno == EINTR);
+      int wait_ms = timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1;
+      int pr = retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
       if (pr == 0) {
         last_err = ETIMEDOUT;
         continue;
@@ -140,12 +139,10 @@ TcpListener::TcpListener(const HostPort& at) {
 
 UniqueFd TcpListener::accept(std::chrono::milliseconds timeout, std::string* peer) {
   struct pollfd p{fd_.get(), POLLIN, 0};
-  for (;;) {
-    int r = ::poll(&p, 1, timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1);
-    if (r > 0) break;
-    if (r == 0) throw Error("no connection within " + std::to_string(timeout.count() / 1000) + " s");
-    if (errno != EINTR) throw_errno("poll listening socket");
-  }
+  int wait_ms = timeout.count() > 0 ? static_cast<int>(timeout.count()) : -1;
+  int r = retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
+  if (r < 0) throw_errno("poll listening socket");
+  if (r == 0) throw Error("no connection within " + std::to_string(timeout.count() / 1000) + " s");
   UniqueFd fd(::accept4(fd_.get(), nullptr, nullptr, SOCK_CLOEXEC));
   if (!fd) throw_errno("accept");
   tune(fd.get());

@@ -9,6 +9,7 @@
 #include "checkpoint/child_process.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/auth.hpp"
 
@@ -53,11 +54,8 @@ uint64_t send_bundle(FrameConn& conn, const std::string& bundle_dir) {
   std::string buf(kChunk, '\0');
   uint64_t total = 0;
   for (;;) {
-    ssize_t n = ::read(out.read.get(), buf.data(), buf.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("read tar of " + bundle_dir);
-    }
+    ssize_t n = retry_eintr([&] { return ::read(out.read.get(), buf.data(), buf.size()); });
+    if (n < 0) throw_errno("read tar of " + bundle_dir);
     if (n == 0) break;
     conn.send(FrameType::RootfsData, std::string_view(buf.data(), n));
     total += static_cast<uint64_t>(n);
@@ -94,11 +92,8 @@ uint64_t receive_bundle(FrameConn& conn, const std::string& dest_dir) {
     }
     std::string_view d = f.payload;
     while (!d.empty()) {
-      ssize_t n = ::write(in.write.get(), d.data(), d.size());
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw_errno("unpack rootfs into " + dest_dir);
-      }
+      ssize_t n = retry_eintr([&] { return ::write(in.write.get(), d.data(), d.size()); });
+      if (n < 0) throw_errno("unpack rootfs into " + dest_dir);
       d.remove_prefix(static_cast<size_t>(n));
     }
     total += f.payload.size();

@@ -8,6 +8,7 @@
 #include <cerrno>
 
 #include "checkpoint/child_process.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 #include "rdma/rdma_error.hpp"
 
@@ -52,8 +53,7 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
   int open = 2;
   char buf[8192];
   while (open > 0) {
-    if (::poll(p, 2, -1) < 0) {
-      if (errno == EINTR) continue;
+    if (retry_eintr([&] { return ::poll(p, 2, -1); }) < 0) {
       throw_rdma_errno(RdmaCause::ToolFailed, "poll " + argv[0], errno);
     }
     for (int i = 0; i < 2; ++i) {

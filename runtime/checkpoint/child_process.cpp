@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 
 namespace crx::checkpoint {
 
@@ -27,8 +28,8 @@ ChildProcess::~ChildProcess() { kill_and_wait(); }
 int ChildProcess::wait() {
   if (pid_ <= 0) throw Error("wait for a child that was already reaped");
   int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0) {
-    if (errno != EINTR) throw_errno("waitpid " + std::to_string(pid_));
+  if (retry_eintr([&] { return ::waitpid(pid_, &status, 0); }) < 0) {
+    throw_errno("waitpid " + std::to_string(pid_));
   }
   pid_ = -1;
   return status;
@@ -47,8 +48,7 @@ void ChildProcess::kill_and_wait() {
   if (pid_ <= 0) return;
   ::kill(pid_, SIGKILL);
   int status;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  retry_eintr([&] { return ::waitpid(pid_, &status, 0); });
   pid_ = -1;
 }
 
@@ -108,10 +108,7 @@ ChildProcess spawn(const std::vector<std::string>& argv, const std::vector<int>&
   }
   ::close(err_pipe[1]);
   int child_errno = 0;
-  ssize_t n;
-  do {
-    n = ::read(err_pipe[0], &child_errno, sizeof child_errno);
-  } while (n < 0 && errno == EINTR);
+  ssize_t n = retry_eintr([&] { return ::read(err_pipe[0], &child_errno, sizeof child_errno); });
   ::close(err_pipe[0]);
   ChildProcess child(pid);
   if (n == sizeof child_errno) {

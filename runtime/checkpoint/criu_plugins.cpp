@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 
 namespace crx::checkpoint {
@@ -43,8 +44,7 @@ std::string write_criu_config(int dir_fd, const std::string& libdir) {
   std::string text = "libdir " + libdir + "\n";
   size_t off = 0;
   while (off < text.size()) {
-    ssize_t n = ::write(fd.get(), text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = retry_eintr([&] { return ::write(fd.get(), text.data() + off, text.size() - off); });
     if (n < 0) throw_errno(std::string("write ") + kCriuConfigName + " for CRIU");
     off += static_cast<size_t>(n);
   }

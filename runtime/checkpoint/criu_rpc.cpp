@@ -13,6 +13,7 @@
 #include "checkpoint/child_process.hpp"
 #include "checkpoint/criu_plugins.hpp"
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "criu-rpc/rpc.pb-c.h"
 
 namespace crx::checkpoint {
@@ -226,10 +227,7 @@ class SwrkSession {
     size_t len = criu_req__get_packed_size(&req);
     std::vector<uint8_t> buf(len);
     criu_req__pack(&req, buf.data());
-    ssize_t n;
-    do {
-      n = ::send(sock_.get(), buf.data(), buf.size(), MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
+    ssize_t n = retry_eintr([&] { return ::send(sock_.get(), buf.data(), buf.size(), MSG_NOSIGNAL); });
     if (n < 0 && (errno == EPIPE || errno == ECONNRESET || errno == ENOTCONN)) return false;
     if (n < 0) throw_errno("criu " + action_ + ": send request");
     return true;
@@ -245,10 +243,7 @@ class SwrkSession {
     msg.msg_iovlen = 1;
     msg.msg_control = control;
     msg.msg_controllen = sizeof control;
-    ssize_t n;
-    do {
-      n = ::recvmsg(sock_.get(), &msg, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
+    ssize_t n = retry_eintr([&] { return ::recvmsg(sock_.get(), &msg, MSG_CMSG_CLOEXEC); });
     if (n < 0 && errno == ECONNRESET) return nullptr;
     if (n < 0) throw_errno("criu " + action_ + ": receive response");
     if (n == 0) return nullptr;  // CRIU went away

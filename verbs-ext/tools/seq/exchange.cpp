@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 
 namespace crx::verbs_seq {
 
@@ -79,11 +80,9 @@ void send_line(int fd, const std::string& line) {
   std::string data = line + "\n";
   size_t off = 0;
   while (off < data.size()) {
-    ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("send to the peer");
-    }
+    ssize_t n =
+        retry_eintr([&] { return ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL); });
+    if (n < 0) throw_errno("send to the peer");
     off += static_cast<size_t>(n);
   }
 }
@@ -93,19 +92,13 @@ std::string receive_line(int fd, double timeout_s) {
   std::string line;
   for (;;) {
     pollfd pfd{fd, POLLIN, 0};
-    int r = ::poll(&pfd, 1, remaining_ms(deadline));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("poll on the peer socket");
-    }
+    int r = retry_eintr([&] { return ::poll(&pfd, 1, remaining_ms(deadline)); });
+    if (r < 0) throw_errno("poll on the peer socket");
     if (r == 0) throw Error("the peer sent nothing within the setup timeout");
     // Byte by byte: the lines are short and nothing may be read past '\n'.
     char c;
-    ssize_t n = ::recv(fd, &c, 1, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw_errno("receive from the peer");
-    }
+    ssize_t n = retry_eintr([&] { return ::recv(fd, &c, 1, 0); });
+    if (n < 0) throw_errno("receive from the peer");
     if (n == 0) throw Error("the peer closed the connection during set-up");
     if (c == '\n') return line;
     line.push_back(c);

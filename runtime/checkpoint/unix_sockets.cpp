@@ -19,6 +19,7 @@
 
 #include "checkpoint/outside_processes.hpp"
 #include "common/error.hpp"
+#include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 
 namespace crx::checkpoint {
@@ -162,8 +163,7 @@ std::vector<UnixSocketInfo> unix_sockets_of_netns(pid_t netns_pid) {
   std::vector<UnixSocketInfo> out;
   alignas(nlmsghdr) char buf[32768];
   for (;;) {
-    ssize_t n = ::recv(s.get(), buf, sizeof buf, 0);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = retry_eintr([&] { return ::recv(s.get(), buf, sizeof buf, 0); });
     if (n < 0) throw_errno("sock_diag: receive");
     if (n == 0) throw Error("sock_diag: the kernel closed the dump early", EPROTO);
     auto left = static_cast<int>(n);

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "cli.hpp"
+#include "version.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 
@@ -105,7 +106,8 @@ int main(int argc, char** argv) {
   cmd::forward_if_elsewhere(args, argv);  // crx: the migration commands are crx-migrate's
   cmd::Cli cli;
   auto& app = cli.app;
-  app.set_version_flag("-v,--version", "crx version 0.1.0\nspec: 1.1.0");
+  app.set_version_flag("-v,--version", [&args] { return cmd::version_text(cmd::criu_from_args(args)); },
+                       "print the version, commit, spec, libseccomp and CRIU versions and exit");
   app.add_option("--root", cli.global.root, "root directory for container state")->default_val("/run/crx");
   app.add_option("--log", cli.log_path, "log file (default stderr)");
   app.add_option("--log-format", cli.log_format, "text or json")->check(CLI::IsMember({"text", "json"}));

@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
     return cli.action ? cli.action() : 0;
   } catch (const std::exception& e) {
     if (log::has_log_file() || cli.log_format == "json") log::error(e.what());
-    if (log::has_log_file() || cli.log_format != "json") std::fprintf(stderr, "crx: %s\n", e.what());
+    if (log::has_log_file() || cli.log_format != "json")
+      std::fprintf(stderr, "%scrx: %s\n", log::to_journal() ? "<3>" : "", e.what());
     return 1;
   }
 }

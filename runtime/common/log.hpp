@@ -20,4 +20,17 @@ inline void error(std::string_view m) { write(Level::Error, m); }
 // True when a --log file is configured (errors then go there AND stderr).
 bool has_log_file();
 
+// systemd's journal reads a service's stderr and sets JOURNAL_STREAM to
+// "<device>:<inode>" of that stream. When the text log goes to stderr and
+// stderr is that stream, lines follow the journal's conventions: no
+// timestamp (the journal has its own) and a "<N>" syslog priority prefix
+// (<3> error, <4> warning, <6> info, <7> debug), so `journalctl -p err`
+// finds crx's errors. True when env (JOURNAL_STREAM's value, may be null)
+// names dev:ino.
+bool journal_stream_matches(const char* env, unsigned long long dev, unsigned long long ino);
+// True when configure() chose the journal style for stderr.
+bool to_journal();
+// One text log line for msg at level, journal style or not (with newline).
+std::string format_text_line(Level level, std::string_view msg, bool journal);
+
 }  // namespace crx::log

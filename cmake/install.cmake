@@ -7,8 +7,9 @@
 #   <prefix>/share/man/man8/crx.8, crx-migrate.8
 #   <prefix>/share/bash-completion/completions/crx
 #   /etc/crx/config.yaml                     example; never overwrites one there
+#   /lib/systemd/system/crx-receive.service  ExecStart = <prefix>/bin/crx
 #
-# /etc/crx is absolute (crx reads /etc/crx/config.yaml
+# /etc/crx and the unit directory are absolute (crx reads /etc/crx/config.yaml
 # whatever the prefix); DESTDIR applies to everything. The prefix may be
 # changed at install time (cmake --install build --prefix /usr): nothing
 # below depends on the prefix the tree was configured with.
@@ -16,6 +17,7 @@ include(GNUInstallDirs)
 option(CRX_INSTALL_SPLIT_DEBUG
   "strip installed binaries, debug info to <prefix>/lib/debug/.build-id (off: debian/rules, dh_strip does it)" ON)
 set(CRX_INSTALL_CONFDIR /etc/crx CACHE PATH "where the example config.yaml is installed")
+set(CRX_SYSTEMD_UNITDIR /lib/systemd/system CACHE PATH "where crx-receive.service is installed")
 set(CRX_CRIU_PLUGIN_INSTALL_DIR lib/crx/criu-plugins)  # runtime/checkpoint/criu_plugins.hpp
 
 install(TARGETS crx crx-migrate RUNTIME DESTINATION bin)
@@ -37,6 +39,11 @@ install(CODE "
   else()
     message(STATUS \"Kept: \$ENV{DESTDIR}${CRX_INSTALL_CONFDIR}/config.yaml\")
   endif()
+  # The unit names the binary under the prefix of this install.
+  set(CRX_BINDIR \"\${CMAKE_INSTALL_PREFIX}/bin\")
+  configure_file(\"${pkg}/crx-receive.service.in\"
+    \"\$ENV{DESTDIR}${CRX_SYSTEMD_UNITDIR}/crx-receive.service\" @ONLY)
+  message(STATUS \"Installing: \$ENV{DESTDIR}${CRX_SYSTEMD_UNITDIR}/crx-receive.service\")
 ")
 # CRX_INSTALL_SPLIT_DEBUG=0 in the environment of `cmake --install` turns
 # it off too (debian/rules: dh_strip makes crx-dbgsym instead).

@@ -1,6 +1,7 @@
 #!/bin/sh
 # One set-up step for a fresh Debian bookworm machine: the apt packages crx
-# builds and tests with (Open MPI + UCX for bundles/mpi and tests/vm/mpi),
+# builds and tests with (Open MPI + UCX for bundles/mpi and tests/vm/mpi;
+# Debian's packaging tools and systemd-analyze for tests/package),
 # then the parts that cache themselves under
 # ${CRX_CACHE:-~/.cache/crx} (guest kernel + initramfs, patched rxe module).
 # Idempotent and quick when everything is in place.
@@ -16,7 +17,8 @@ packages="cmake g++ ninja-build pkg-config
   bc flex bison libelf-dev dwarves linux-source-6.1
   python3-matplotlib
   containerd umoci bsdutils python3 hyperfine time
-  openmpi-bin libopenmpi-dev ucx-utils libucx0"
+  openmpi-bin libopenmpi-dev ucx-utils libucx0
+  dpkg-dev debhelper dh-dkms fakeroot lintian systemd"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

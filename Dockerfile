@@ -1,33 +1,47 @@
-# crx built on Debian bookworm, with what its unit, host and containerd tests
-# need.  Reproducible: packages come from bookworm only, the build type is
-# fixed and nothing is fetched but apt packages.
+# crx in two stages, Debian bookworm only (packages from bookworm, nothing
+# else fetched):
 #
-#   buildah bud --storage-driver vfs --isolation chroot -t crx .
-#   docker build -t crx .
+#   build:  builds crx's Debian packages with dpkg-buildpackage, which also
+#           runs the unit tests (ctest -L unit); the .debs are in /out.
+#   final:  (default target) a small image with only the installed crx
+#           package (crx, crx-migrate, the CRIU plugin, criu and their
+#           libraries) and the .deb itself, for installing crx onto
+#           Kubernetes nodes from a DaemonSet (packaging/README.md).
+#
+#   docker build -t crx .                      # or: buildah bud --layers -t crx .
+#   docker build --target build -t crx-build . # the build stage alone
+#   docker run --rm crx crx --version
 #
 # BASE may name a locally made bookworm image where no registry is reachable
 # (see tests/containerd/README.md: mmdebstrap | buildah import).
 ARG BASE=docker.io/library/debian:bookworm
-FROM ${BASE}
 
+FROM ${BASE} AS build
 ARG DEBIAN_FRONTEND=noninteractive
-# Build tools and libraries (as tests/setup.sh), then the test prerequisites:
-# busybox-static for bundles, runc/crun for comparisons and benchmarks,
-# criu for checkpoint, containerd/umoci/bsdutils(script) for tests/containerd.
+# debian/control's Build-Depends.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
-      cmake g++ ninja-build pkg-config \
+      build-essential dpkg-dev debhelper dh-dkms fakeroot \
+      cmake g++ ninja-build pkg-config python3 \
       libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev \
       libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev \
-      busybox-static runc crun criu iptables iproute2 procps psmisc util-linux \
-      bsdutils containerd umoci python3 kmod \
+      libibverbs-dev criu \
  && rm -rf /var/lib/apt/lists/*
-
 WORKDIR /src/crx
 COPY . .
-RUN cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
- && ninja -C build -j"$(nproc)" crx crx_unit_tests \
- && cd build && ctest -L unit --output-on-failure
+# dpkg-buildpackage: configure, build what the package holds and the unit
+# tests, run them (dh_auto_test), install, strip (debug info to crx-dbgsym).
+RUN rm -rf build obj-* \
+ && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -b -uc -us \
+ && mkdir /out && mv ../*.deb ../*.changes ../*.buildinfo /out/
 
-ENV PATH=/src/crx/build:$PATH
+FROM ${BASE}
+ARG DEBIAN_FRONTEND=noninteractive
+COPY --from=build /out/crx_*.deb /out/crx-rxe-dkms_*.deb /opt/crx/
+COPY packaging/install-on-host.sh /usr/local/sbin/crx-install-on-host
+# apt resolves the package's dependencies (criu, libibverbs1, ...) from bookworm.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends /opt/crx/crx_*.deb \
+ && rm -rf /var/lib/apt/lists/* \
+ && crx --version
 CMD ["crx", "--help"]

@@ -3,6 +3,8 @@
 # rewritten when its content changes, so an unchanged commit rebuilds
 # nothing. Inputs: SRC (source dir), OUT (header), VERSION, COMMIT (set:
 # used as is, e.g. by debian/rules for a tree without .git).
+# Script mode starts with CMake 2.x policies; the project's are wanted.
+cmake_minimum_required(VERSION 3.25)
 if(NOT COMMIT)
   execute_process(COMMAND git -C ${SRC} rev-parse HEAD
     OUTPUT_VARIABLE COMMIT OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE rc)

@@ -198,8 +198,9 @@ class SwrkSession {
   // die_with_us: criu swrk is killed when we die (a restore: the tasks it
   // made are killed by restore_guard.hpp's guard then; a dump must not,
   // CRIU has to cure and let go of the tasks it seized).
+  // output_fd: CRIU's stdout and stderr (-1: /dev/null).
   SwrkSession(std::string action, const std::vector<int>& child_fds, bool defer_verbs_resume,
-              bool die_with_us)
+              bool die_with_us, int output_fd)
       : action_(std::move(action)) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -209,8 +210,8 @@ class SwrkSession {
     std::vector<int> keep = child_fds;
     keep.push_back(theirs.get());
     std::vector<std::string> env = criu_environment(defer_verbs_resume);
-    child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, keep, false, -1, -1, -1,
-                   &env, die_with_us);
+    child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, keep, output_fd < 0, -1,
+                   output_fd, output_fd, &env, die_with_us);
   }
 
   ~SwrkSession() {
@@ -273,6 +274,20 @@ class SwrkSession {
   ChildProcess child_;
 };
 
+// What CRIU and the libraries it runs write to stdout/stderr (libnftables'
+// "Error: No such file or directory; did you mean table 'CRIU-...'" from
+// the network-lock clean-up on every successful restore, CRIU's messages
+// before its log is open) belongs in CRIU's log, not on the user's
+// terminal or in the receiver's journal: crx reports failures itself, with
+// the log's tail (fail()). CRIU opens its log O_APPEND too, so both
+// writers' lines land whole. No log file: /dev/null.
+UniqueFd open_output_for_criu(const CommonOptions* o) {
+  if (!o || o->log_file.empty()) return {};
+  int dir = o->work_dir_fd >= 0 ? o->work_dir_fd : o->images_dir_fd;
+  return UniqueFd(::openat(dir, o->log_file.c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+}
+
 std::string read_log(const CommonOptions& o) {
   if (o.log_file.empty()) return {};
   int dir = o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd;
@@ -300,7 +315,9 @@ std::string read_log(const CommonOptions& o) {
 // Sends req and serves notifications until the final response.
 RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
             const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false) {
-  SwrkSession session(action, child_fds, defer_verbs_resume, req.type == CRIU_REQ_TYPE__RESTORE);
+  UniqueFd output = open_output_for_criu(o);
+  SwrkSession session(action, child_fds, defer_verbs_resume, req.type == CRIU_REQ_TYPE__RESTORE,
+                      output.get());
   if (!session.send(req)) fail(action, o, session.exit_reason() + " before reading the request");
   std::optional<std::string> handler_error;
   for (;;) {

@@ -1,7 +1,9 @@
 #!/bin/sh
 # One set-up step for a fresh Debian bookworm machine: the apt packages crx
 # builds and tests with (Open MPI + UCX for bundles/mpi and tests/vm/mpi;
-# Debian's packaging tools and systemd-analyze for tests/package),
+# Debian's packaging tools and systemd-analyze for tests/package; clang +
+# libclang-rt-dev, whose libclang_rt.fuzzer-x86_64.a is libFuzzer, for
+# tests/fuzz),
 # then the parts that cache themselves under
 # ${CRX_CACHE:-~/.cache/crx} (guest kernel + initramfs, patched rxe module).
 # Idempotent and quick when everything is in place.
@@ -9,7 +11,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 
-packages="cmake g++ ninja-build pkg-config
+packages="cmake g++ ninja-build pkg-config clang libclang-rt-dev
   libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev
   busybox-static runc crun criu iptables iproute2 procps psmisc util-linux

@@ -31,16 +31,18 @@ std::string describe_parse_error(const nlohmann::json::parse_error& e) {
 
 }  // namespace
 
-Spec load_spec(const std::string& bundle_dir) {
-  std::string path = bundle_dir + "/config.json";
-  std::string text = read_file(path);
+Spec parse_spec_text(const std::string& text, const std::string& source) {
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
-    throw Error("config.json: " + describe_parse_error(e));
+    throw Error(source + ": " + describe_parse_error(e));
   }
-  return parse_spec(doc, "config.json");
+  return parse_spec(doc, source);
+}
+
+Spec load_spec(const std::string& bundle_dir) {
+  return parse_spec_text(read_file(bundle_dir + "/config.json"), "config.json");
 }
 
 }  // namespace crx::spec

@@ -217,6 +217,8 @@ struct Spec {
 
 // Parses and validates a config.json document. `source` names it in errors.
 Spec parse_spec(const nlohmann::json& doc, const std::string& source = "config.json");
+// Parses the text of a config.json (syntax errors name line and column).
+Spec parse_spec_text(const std::string& text, const std::string& source = "config.json");
 // Reads <bundle>/config.json and parses it.
 Spec load_spec(const std::string& bundle_dir);
 // Parses an OCI Process object alone (exec --process file.json).

@@ -149,10 +149,13 @@ AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key) {
   try {
     Frame hello = conn.expect(FrameType::Hello);
     auto j = parse(hello, conn);
-    if (j.value("version", 0) != kAuthVersion) {
+    // Not j.value("version", 0): a version of another JSON type would
+    // throw nlohmann's type_error past the Error handling here.
+    auto v = j.find("version");
+    int64_t version = v != j.end() && v->is_number_integer() ? v->get<int64_t>() : 0;
+    if (version != kAuthVersion) {
       throw Error("peer " + conn.peer() + " speaks migration protocol " +
-                  std::to_string(j.value("version", 0)) + ", this crx speaks " +
-                  std::to_string(kAuthVersion));
+                  std::to_string(version) + ", this crx speaks " + std::to_string(kAuthVersion));
     }
     peer.channel = field(j, "channel");
     peer.session = field(j, "session");

@@ -183,6 +183,23 @@ TEST(MigrateAuth, RefusalsArePermissionErrorsOnBothSides) {
   }
   // The client refused the server's proof first; the server sees its Error frame.
   EXPECT_EQ(server.get(), crx::Cause::Peer);
+
+// Found by tests/fuzz (fuzz_migrate_handshake): a Hello whose version is
+// not a number escaped as nlohmann's type_error, not as a crx::Error.
+TEST(MigrateAuth, HelloWithAVersionOfTheWrongTypeIsAClearError) {
+  for (std::string version : {"\"01\"", "1.5", "null", "[1]", "-1", "18446744073709551615"}) {
+    auto p = make_pair();
+    p.client.send(FrameType::Hello, "{\"version\":" + version + "}");
+    try {
+      crx::migrate::authenticate_as_server(p.server, SharedKey::from_bytes("0123456789abcdef"));
+      FAIL() << "accepted version " << version;
+    } catch (const crx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("speaks migration protocol"), std::string::npos)
+          << version << ": " << e.what();
+    }
+    // and the peer is told
+    EXPECT_EQ(p.client.receive().type, FrameType::Error) << version;
+  }
 }
 
 TEST(MigrateAuth, KeyFileMustBeOwnerOnly) {

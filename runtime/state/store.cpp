@@ -48,21 +48,35 @@ nlohmann::json ContainerState::to_json() const {
 }
 
 ContainerState ContainerState::from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw Error("not a JSON object");
   ContainerState st;
-  st.id = j.value("id", "");
-  st.bundle = j.value("bundle", "");
-  st.rootfs = j.value("rootfs", "");
-  st.created = j.value("created", "");
-  st.owner = j.value("owner", "");
-  st.pid = j.value("pid", 0);
-  st.pid_start_time = j.value("pid_start_time", uint64_t{0});
-  if (j.contains("annotations") && j["annotations"].is_object())
-    st.annotations = j["annotations"].get<std::map<std::string, std::string>>();
-  st.cgroup = j.value("cgroup", nlohmann::json());
-  st.config = j.value("config", nlohmann::json());
-  st.systemd_cgroup = j.value("systemd_cgroup", false);
-  st.created_with_userns = j.value("created_with_userns", false);
-  st.pid_file = j.value("pid_file", "");
+  // nlohmann's value()/get() throw type_error on a field of another type;
+  // a number is taken only as an integer (a float out of range would be
+  // an undefined conversion).
+  auto integer = [&](const char* key) -> nlohmann::json {
+    auto it = j.find(key);
+    if (it == j.end()) return 0;
+    if (!it->is_number_integer()) throw Error(std::string("\"") + key + "\" is not an integer");
+    return *it;
+  };
+  try {
+    st.id = j.value("id", "");
+    st.bundle = j.value("bundle", "");
+    st.rootfs = j.value("rootfs", "");
+    st.created = j.value("created", "");
+    st.owner = j.value("owner", "");
+    st.pid = integer("pid").get<pid_t>();
+    st.pid_start_time = integer("pid_start_time").get<uint64_t>();
+    if (j.contains("annotations") && j["annotations"].is_object())
+      st.annotations = j["annotations"].get<std::map<std::string, std::string>>();
+    st.cgroup = j.value("cgroup", nlohmann::json());
+    st.config = j.value("config", nlohmann::json());
+    st.systemd_cgroup = j.value("systemd_cgroup", false);
+    st.created_with_userns = j.value("created_with_userns", false);
+    st.pid_file = j.value("pid_file", "");
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(std::string("a field has the wrong type: ") + e.what());
+  }
   return st;
 }
 
@@ -186,7 +200,11 @@ ContainerState StateDir::load() const {
   }
   auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded()) throw Error("state of container " + id_ + " is corrupt: " + path_ + "/state.json");
-  return ContainerState::from_json(j);
+  try {
+    return ContainerState::from_json(j);
+  } catch (const Error& e) {
+    throw Error("state of container " + id_ + " is corrupt: " + path_ + "/state.json: " + e.what());
+  }
 }
 
 void StateDir::save(const ContainerState& st) const {

@@ -36,6 +36,7 @@ struct ContainerState {
   std::string pid_file;
 
   nlohmann::json to_json() const;
+  // Throws Error when j is no object or a field has the wrong type.
   static ContainerState from_json(const nlohmann::json& j);
 };
 

@@ -88,6 +88,13 @@ std::optional<Image> decode(const std::vector<uint8_t>& bytes, std::string* why)
     *why = "unknown kind " + std::to_string(h.kind);
     return std::nullopt;
   }
+  // encode() always leaves a NUL; a name filling its field was not written
+  // by it (and would come back one byte shorter after a round trip)
+  if (strnlen(h.device, sizeof(h.device)) == sizeof(h.device) ||
+      strnlen(h.cdev_path, sizeof(h.cdev_path)) == sizeof(h.cdev_path)) {
+    *why = "device name without its terminating NUL";
+    return std::nullopt;
+  }
   uint64_t need = sizeof(h) + uint64_t(h.nqueues) * sizeof(PackedQueue) + h.dump_len;
   if (bytes.size() != need) {
     *why = "size " + std::to_string(bytes.size()) + " does not match its header (" +

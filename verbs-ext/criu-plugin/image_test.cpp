@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace crx::verbs_plugin {
 namespace {
 
@@ -88,6 +90,19 @@ TEST(PluginImage, RefusesWhatItCannotTrust) {
   bad = good;
   bad[24] = 200;  // nqueues far beyond the bytes there are
   EXPECT_FALSE(decode(bad, &why));
+}
+
+// Found by tests/fuzz (fuzz_verbs_image): a name filling all 64 bytes of
+// its field decoded to 64 characters, which encode() cannot write back.
+TEST(PluginImage, RefusesADeviceNameWithoutItsNul) {
+  std::vector<uint8_t> good = encode(sample_context());
+  std::string why;
+  for (size_t field : {32u, 96u}) {  // device, cdev_path
+    auto bad = good;
+    std::fill(bad.begin() + field, bad.begin() + field + 64, 'x');
+    EXPECT_FALSE(decode(bad, &why)) << field;
+    EXPECT_EQ(why, "device name without its terminating NUL");
+  }
 }
 
 TEST(PluginImage, NameIsPerCriuFileId) { EXPECT_EQ(image_name(33), "crx-verbs-33.img"); }

@@ -37,6 +37,11 @@ Spec parse_spec_text(const std::string& text, const std::string& source) {
     doc = nlohmann::json::parse(text);
   } catch (const nlohmann::json::parse_error& e) {
     throw Error(source + ": " + describe_parse_error(e));
+  } catch (const nlohmann::json::out_of_range& e) {
+    // a number too large for a double ("1e999") is no parse_error
+    std::string_view what = e.what();
+    auto end = what.find("] ");
+    throw Error(source + ": " + std::string(end == what.npos ? what : what.substr(end + 2)));
   }
   return parse_spec(doc, source);
 }

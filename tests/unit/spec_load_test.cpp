@@ -50,6 +50,14 @@ TEST_F(Bundle, EmptyFileIsAParseError) {
       << load_error();
 }
 
+// Found by tests/fuzz (fuzz_spec): a number beyond a double's range is
+// nlohmann's out_of_range, not a parse_error, and escaped load_spec.
+TEST_F(Bundle, NumberOutOfRangeIsAClearError) {
+  write_config("{\"ociVersion\": 7e777777}");
+  EXPECT_EQ(load_error().rfind("config.json: number overflow parsing '7e777777'", 0), 0u)
+      << load_error();
+}
+
 TEST_F(Bundle, ValidationErrorsNameConfigJson) {
   auto doc = spec_test::minimal_config();
   doc["process"]["capabilities"]["bounding"] = {"CAP_FOO"};

@@ -1,5 +1,7 @@
 #include "migrate/protocol.hpp"
 
+#include <type_traits>
+
 #include "common/error.hpp"
 #include "migrate/inventory.hpp"
 
@@ -18,6 +20,11 @@ template <typename T>
 T req(const json& j, const char* what, const char* key) {
   auto it = j.find(key);
   if (it == j.end()) throw Error(std::string("malformed ") + what + " frame: no \"" + key + "\"");
+  // get<integer>() of a float casts it, undefined out of the type's range
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!it->is_number_integer())
+      throw Error(std::string("malformed ") + what + " frame: \"" + key + "\" is not an integer");
+  }
   try {
     return it->get<T>();
   } catch (const json::exception&) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <type_traits>
 
 #include "common/error.hpp"
 #include "ibv_migr.h"
@@ -31,6 +32,11 @@ template <typename T>
 T field(const nlohmann::json& j, const char* key, const char* where = "rdma.") {
   auto it = j.find(key);
   if (it == j.end()) throw Error(std::string("malformed manifest: no ") + where + key);
+  // get<integer>() of a float casts it, undefined out of the type's range
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!it->is_number_integer())
+      throw Error(std::string("malformed manifest: ") + where + key + " is not an integer");
+  }
   try {
     return it->get<T>();
   } catch (const nlohmann::json::exception&) {

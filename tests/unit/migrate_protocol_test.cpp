@@ -474,3 +474,21 @@ TEST(MigrateProtocol, CommitAckParsing) {
     EXPECT_NE(std::string(e.what()).find("verbs_restore"), std::string::npos) << e.what();
   }
 }
+
+// Found by tests/fuzz (fuzz_migrate_manifest): an integer field given as a
+// float out of the type's range was cast (undefined behaviour); integer
+// fields take integers only.
+TEST(MigrateProtocolBodies, IntegerFieldsRefuseFloats) {
+  for (std::string text : {R"({"image_bytes":1.5e100})", R"({"image_bytes":2.5})"}) {
+    try {
+      crx::migrate::parse_round_done(text);
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const crx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("\"image_bytes\" is not an integer"), std::string::npos)
+          << e.what();
+    }
+  }
+  EXPECT_THROW(crx::migrate::parse_round_start(R"({"round":1e10,"final":true,"parent":""})"),
+               crx::Error);
+  EXPECT_EQ(crx::migrate::parse_round_done(R"({"image_bytes":7})").image_bytes, 7u);
+}

@@ -38,15 +38,23 @@ nlohmann::json Inventory::to_json() const {
 Inventory Inventory::from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw Error("malformed manifest frame: \"inventory\" is not an object");
   Inventory inv;
+  // get<integer>() of a float casts it, undefined out of the type's range
+  auto integer = [](const nlohmann::json& v, const char* key) -> const nlohmann::json& {
+    if (!v.is_number_integer())
+      throw Error(std::string("malformed manifest frame: \"inventory\": ") + key + " is not an integer");
+    return v;
+  };
   try {
     for (const auto& p : j.value("processes", nlohmann::json::array()))
-      inv.processes.push_back({p.at("pid").get<pid_t>(), p.at("command").get<std::string>()});
+      inv.processes.push_back(
+          {integer(p.at("pid"), "pid").get<pid_t>(), p.at("command").get<std::string>()});
     for (const auto& m : j.value("bind_mounts", nlohmann::json::array()))
       inv.bind_mounts.emplace_back(m.at("destination").get<std::string>(),
                                    m.at("source").get<std::string>());
     for (const auto& n : j.value("namespaces", nlohmann::json::array()))
       inv.namespaces.emplace_back(n.at("type").get<std::string>(), n.at("path").get<std::string>());
-    inv.memory_bytes = j.value("memory_bytes", uint64_t{0});
+    if (j.contains("memory_bytes"))
+      inv.memory_bytes = integer(j["memory_bytes"], "memory_bytes").get<uint64_t>();
     inv.paused = j.value("paused", false);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string("malformed manifest frame: \"inventory\": ") + e.what());

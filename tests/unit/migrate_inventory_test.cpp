@@ -39,6 +39,20 @@ TEST(MigrateInventory, TravelsInTheManifestAndShowsInTheReport) {
   EXPECT_NE(r.to_json().find("\"inventory\""), std::string::npos);
 }
 
+// Found by tests/fuzz (fuzz_migrate_manifest, UBSan): memory_bytes
+// 1048570e96 was cast from a float out of uint64_t's range.
+TEST(MigrateInventory, IntegerFieldsRefuseFloats) {
+  for (const char* text : {R"({"memory_bytes":1048570e96})", R"({"processes":[{"pid":1e40,"command":"sh"}]})"}) {
+    try {
+      Inventory::from_json(nlohmann::json::parse(text));
+      ADD_FAILURE() << "accepted " << text;
+    } catch (const crx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("is not an integer"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(Inventory::from_json(nlohmann::json::parse(R"({"memory_bytes":5})")).memory_bytes, 5u);
+}
+
 TEST(MigrateInventory, MalformedInventoryIsRefusedByName) {
   crx::migrate::Manifest m;
   m.id = "c1";

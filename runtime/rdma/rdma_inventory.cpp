@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <type_traits>
+#include <vector>
 
 #include "common/error.hpp"
 #include "ibv_migr.h"
@@ -29,6 +30,11 @@ void sort_unique(std::vector<T>& v) {
 }
 
 template <typename T>
+struct is_integer_list : std::false_type {};
+template <typename U>
+struct is_integer_list<std::vector<U>> : std::bool_constant<std::is_integral_v<U>> {};
+
+template <typename T>
 T field(const nlohmann::json& j, const char* key, const char* where = "rdma.") {
   auto it = j.find(key);
   if (it == j.end()) throw Error(std::string("malformed manifest: no ") + where + key);
@@ -36,6 +42,14 @@ T field(const nlohmann::json& j, const char* key, const char* where = "rdma.") {
   if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
     if (!it->is_number_integer())
       throw Error(std::string("malformed manifest: ") + where + key + " is not an integer");
+  }
+  if constexpr (is_integer_list<T>::value) {
+    if (it->is_array()) {
+      for (const auto& e : *it) {
+        if (!e.is_number_integer())
+          throw Error(std::string("malformed manifest: ") + where + key + " holds a non-integer");
+      }
+    }
   }
   try {
     return it->get<T>();

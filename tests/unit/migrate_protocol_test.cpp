@@ -491,4 +491,19 @@ TEST(MigrateProtocolBodies, IntegerFieldsRefuseFloats) {
   EXPECT_THROW(crx::migrate::parse_round_start(R"({"round":1e10,"final":true,"parent":""})"),
                crx::Error);
   EXPECT_EQ(crx::migrate::parse_round_done(R"({"image_bytes":7})").image_bytes, 7u);
+  // and in the rdma inventory, lists included (a number too large for an
+  // integer is a float to nlohmann)
+  const std::string rdma =
+      R"("devices":["rxe0"],"mrns":[3],"contexts":1,"objects":{"pd":1,"mr":1,"cq":1,"srq":0,"qp":1})";
+  for (std::string bad : {R"("qpns":[178888888888888888888888888888888888888],"mr_bytes":0)",
+                          R"("qpns":[17],"mr_bytes":1e300)"}) {
+    std::string text = R"({"protocol":1,"id":"c1","bundle":"/b","config_sha256":"00","rdma":{)" +
+                       rdma + "," + bad + "}}";
+    try {
+      crx::migrate::parse_manifest(text);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const crx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("integer"), std::string::npos) << e.what();
+    }
+  }
 }

@@ -183,6 +183,7 @@ TEST(MigrateAuth, RefusalsArePermissionErrorsOnBothSides) {
   }
   // The client refused the server's proof first; the server sees its Error frame.
   EXPECT_EQ(server.get(), crx::Cause::Peer);
+}
 
 // Found by tests/fuzz (fuzz_migrate_handshake): a Hello whose version is
 // not a number escaped as nlohmann's type_error, not as a crx::Error.

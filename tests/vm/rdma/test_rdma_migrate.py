@@ -266,8 +266,13 @@ class RdmaMigrateTest(RdmaBedCase):
     # partner's RNR wait (wait_for_rnr_timer) across Paused and the resume
     # restart, after seconds of RNR NAKs from the paused source. Not rxe's
     # RNR handling alone: crx pause for 15 s and crx resume without a
-    # migration ran on (checked once by hand).
-    @unittest.expectedFailure
+    # migration ran on (checked once by hand). Intermittent: it passed in
+    # the third run (the clean-clone run of 2026-11-24), where test_9b
+    # failed the same way (the partner's transport retries ran out right
+    # after the resume). Run by hand with CRX_VM_RDMA_PAUSED=1 until fixed.
+    @unittest.skipUnless(os.environ.get("CRX_VM_RDMA_PAUSED") == "1",
+                         "open bug, intermittent: the partner's window stays outstanding "
+                         "after the move (CRX_VM_RDMA_PAUSED=1 runs it)")
     def test_10_paused_container_arrives_paused(self):
         """crx pause, then migrate: the container arrives paused, its QPs
         resumed (the partner's sends meet RNR NAKs until it runs: rnr_retry

@@ -18,6 +18,7 @@
 #include "harness.hpp"
 #include "linux/cgroup.hpp"
 #include "migrate/stale_sessions.hpp"
+#include "../support/reap.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -35,17 +36,7 @@ pid_t sleeper() {
   return pid;
 }
 
-// The wait status of our child pid, or -1 when it still runs after ~30 s.
-int reap(pid_t pid) {
-  for (int i = 0; i < 3000; ++i) {
-    int status = 0;
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return -2;
-    ::usleep(10000);
-  }
-  return -1;
-}
+using crx::testing::reap;
 
 std::vector<std::string> dirs_of(const crx::cgroup::Cgroup& cg) {
   std::vector<std::string> out;

@@ -16,6 +16,7 @@
 
 #include "checkpoint/restore_guard.hpp"
 #include "common/fs.hpp"
+#include "../support/reap.hpp"
 
 namespace {
 
@@ -54,18 +55,7 @@ bool alive(pid_t pid) {
          stat[close + 2] != 'X';
 }
 
-// Reaps pid (our child, or an orphan we are the subreaper of): its wait
-// status, or -1 when it is still running after ~30 s.
-int reap(pid_t pid) {
-  for (int i = 0; i < 3000; ++i) {
-    int status = 0;
-    pid_t r = ::waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return -2;
-    ::usleep(10000);
-  }
-  return -1;
-}
+using crx::testing::reap;
 
 class RestoreGuardTest : public ::testing::Test {
  protected:

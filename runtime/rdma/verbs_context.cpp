@@ -29,20 +29,18 @@ RdmaInventory VerbsContext::inventory() const {
   }
 }
 
-int VerbsContext::resume_stopped() const {
+int VerbsContext::qp_ctl_all(int (*call)(ibv_context*), const std::string& what) const {
   ibv_context ctx{};
   ctx.cmd_fd = copy_.get();
-  int n = ibv_migr_resume_stopped(&ctx);
-  if (n < 0) throw_rdma_errno(RdmaCause::VerbsCall, "resume the stopped QPs of " + name(), -n);
+  int n = call(&ctx);
+  if (n < 0) throw_rdma_errno(RdmaCause::VerbsCall, what + " of " + name(), -n);
   return n;
 }
 
-int VerbsContext::stop_all() const {
-  ibv_context ctx{};
-  ctx.cmd_fd = copy_.get();
-  int n = ibv_migr_stop_all(&ctx);
-  if (n < 0) throw_rdma_errno(RdmaCause::VerbsCall, "stop the QPs of " + name(), -n);
-  return n;
+int VerbsContext::resume_stopped() const {
+  return qp_ctl_all(ibv_migr_resume_stopped, "resume the stopped QPs");
 }
+
+int VerbsContext::stop_all() const { return qp_ctl_all(ibv_migr_stop_all, "stop the QPs"); }
 
 }  // namespace crx::rdma

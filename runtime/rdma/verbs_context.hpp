@@ -10,6 +10,8 @@
 #include "common/unique_fd.hpp"
 #include "rdma/rdma_inventory.hpp"
 
+struct ibv_context;
+
 namespace crx::rdma {
 
 class VerbsContext {
@@ -35,6 +37,9 @@ class VerbsContext {
 
  private:
   std::string name() const;  // "pid 12 fd 5 (rxe0)"
+  // A verbs-ext call on every QP of the context through our copy of its
+  // fd; throws RdmaError(VerbsCall) naming `what` and the context.
+  int qp_ctl_all(int (*call)(ibv_context*), const std::string& what) const;
   pid_t pid_;
   int target_fd_;
   UniqueFd copy_;

@@ -172,9 +172,11 @@ int kill_restore_leftovers(const RestoreLeftovers& l) {
   int killed = 0;
   for (int pass = 0; pass < kMaxPasses; ++pass) {
     int found = 0;
+    // Listed first: a task cgroup.kill got to may already be a zombie when
+    // cgroup.procs is read, and would go uncounted.
     for (const auto& dir : l.cgroup_dirs) {
-      write_to(dir.c_str(), "/cgroup.kill", "1");
       found += kill_listed(dir.c_str());
+      write_to(dir.c_str(), "/cgroup.kill", "1");
     }
     // A frozen task dies only once thawed (v1 freezer).
     for (const auto& dir : l.cgroup_dirs) {

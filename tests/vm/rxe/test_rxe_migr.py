@@ -229,7 +229,7 @@ class RxeMigrTest(VmTestCase):
         print(out.strip(), flush=True)
         self.check_logs()
 
-    def kill_round(self, sig):
+    def kill_round(self, sig, module):
         tb, port = self.tb, self.next_port()
         recv = tb.spawn(0, "exec " + SIGINT_DFL +
                         self.t(f"recv --port {port} --qps 4 --count 100000"))
@@ -239,8 +239,26 @@ class RxeMigrTest(VmTestCase):
         tb.kill(send, sig)
         time.sleep(2)
         tb.kill(recv, sig)
-        tb.wait(send, timeout=60)
-        tb.wait(recv, timeout=60)
+        for k, h in ((1, send), (0, recv)):
+            if h.done.wait(60):
+                tb.wait(h, timeout=1)
+                continue
+            where = self.stuck(k)
+            # Stock rxe is the control here, not under test: a teardown it
+            # never finishes is reported, not held against the patches.
+            if module == "stock" and "State:\tD" in where:
+                print(f"stock module: g{k} stuck in the kernel after {sig.name}:\n{where}",
+                      flush=True)
+                return False
+            self.fail(f"g{k}: still running 60 s after {sig.name}:\n{where}")
+        return True
+
+    def stuck(self, k):
+        """Where the test program on guest k sleeps, to tell a process stuck
+        in the kernel (uverbs teardown) from one that ignored the signal."""
+        return self.tb.run(k, "for p in $(pgrep -x rxe_migr_test); do echo pid $p; "
+                              "grep -E '^(State|SigIgn|SigBlk)' /proc/$p/status; "
+                              "cat /proc/$p/stack; done; dmesg | tail -20", timeout=60)[1]
 
     def test_6_kill_int_and_9(self):
         for module in ("patched", "stock"):
@@ -249,7 +267,8 @@ class RxeMigrTest(VmTestCase):
                 for k in range(3):
                     self.sh(self.tb, k, RELOAD.format(load=load), timeout=120)
             for sig in (signal.SIGINT, signal.SIGKILL):
-                self.kill_round(sig)
+                if not self.kill_round(sig, module):
+                    return  # the guest's rxe is wedged: no later round means anything
                 self.check_logs()
                 print(f"{module} module: kill -{sig.name} mid-transfer, logs clean", flush=True)
         for k in range(3):

@@ -28,6 +28,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import BUILD, CRX, MPORT, RECV_MODE, SEQ, RdmaBedCase  # noqa: E402
 
 MIGRATIONS = int(os.environ.get("CRX_VM_RDMA_MIGRATIONS", "4"))
+# CRX_VM_RDMA_RXE_DEBUG=1: test_10 turns on rxe's debug messages on the
+# partner and the destination and prints them if it fails
+RXE_DEBUG = os.environ.get("CRX_VM_RDMA_RXE_DEBUG") == "1"
 # A small retry budget for test_9: local ack timeout 4.096 us * 2^14 = 67 ms
 # and one retry, so ~0.13 s without an ack exhausts it (test_9a shows it
 # does). Smaller does not hold on the TCG bed: with --timeout 8 (one
@@ -280,6 +283,11 @@ class RdmaMigrateTest(RdmaBedCase):
         cid, count = "seq10", 3000
         sender = self.start_pair(cid, 18610, count, 100)
         self.wait_progress(cid, 200)
+        if RXE_DEBUG:
+            for k in (1, 2):
+                self.sh(self.tb, k, "dmesg -C; for f in rxe_comp.c rxe_req.c rxe_migr.c; do "
+                                    "echo \"module rdma_rxe file $f +p\" "
+                                    ">/sys/kernel/debug/dynamic_debug/control; done")
         self.sh(self.tb, 0, f"{CRX} pause {cid}")
         self.assertEqual(self.state(0, cid), "paused")
         rep = self.migrate(cid, 0, 2, arrives="paused")
@@ -295,6 +303,11 @@ class RdmaMigrateTest(RdmaBedCase):
                   f"g1 {self.rxe_counters(1)}\ng2 {self.rxe_counters(2)}\n"
                   + self.tb.run(1, "rdma resource show qp")[1]
                   + self.tb.run(2, "rdma resource show qp; dmesg | tail -20")[1], flush=True)
+            if RXE_DEBUG:
+                for k in (1, 2):
+                    print(f"--- g{k} rxe debug (completer state lines dropped):\n"
+                          + self.tb.run(k, "dmesg | grep -v 'state = ' | tail -150; echo ...; "
+                                           "dmesg | tail -60")[1], flush=True)
             raise
         self.finish(cid, sender, count, k=2)
 

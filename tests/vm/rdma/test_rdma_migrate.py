@@ -302,7 +302,12 @@ class RdmaMigrateTest(RdmaBedCase):
             print(f"sender: {self.tb.run(1, f'cat /tmp/{cid}.send.err')[1][-1500:]}\n"
                   f"g1 {self.rxe_counters(1)}\ng2 {self.rxe_counters(2)}\n"
                   + self.tb.run(1, "rdma resource show qp")[1]
-                  + self.tb.run(2, "rdma resource show qp; dmesg | tail -20")[1], flush=True)
+                  + self.tb.run(2, "rdma resource show qp; dmesg | tail -20")[1]
+                  + "receiver's threads on g2:\n"
+                  + self.tb.run(2, f"p=$({CRX} state {cid} | sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p'); "
+                                   "for t in /proc/$p/task/*; do echo $t; "
+                                   "grep -E '^(State|SigBlk)' $t/status; cat $t/stack; done")[1],
+                  flush=True)
             if RXE_DEBUG:
                 for k in (1, 2):
                     print(f"--- g{k} rxe debug (completer state lines dropped):\n"

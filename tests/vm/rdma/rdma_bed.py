@@ -218,6 +218,7 @@ class RdmaBedCase(VmTestCase):
     def migrate(self, cid, src, dst, args="", arrives="running"):
         """crx migrate cid from guest src to guest dst; returns the report.
         args: more `crx migrate` flags; arrives: its state on dst."""
+        before = self.queue_maps(src, cid)
         rc, out, err, rrc, rlog, took = self.try_migrate(cid, src, dst, args)
         rout = ""
         self.assertEqual(rc, 0, f"migrate g{src}->g{dst} failed:\n{out}\n{err}\n"
@@ -231,7 +232,15 @@ class RdmaBedCase(VmTestCase):
         self.assertNotIn("Error", err + rlog, "a successful migration printed an error")
         self.assertIsNone(self.state(src, cid), "the source copy must be gone")
         self.assertEqual(self.state(dst, cid), arrives)
+        print(f"g{src} {cid} queue mappings before:\n{before}\n"
+              f"g{dst} {cid} queue mappings after:\n{self.queue_maps(dst, cid)}", flush=True)
         return report
+
+    def queue_maps(self, k, cid):
+        """The container init's mappings of the uverbs device (its rings):
+        a ring mapped anonymously after a restore would never reach rxe."""
+        return self.tb.run(k, f"p=$({CRX} state {cid} | sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p'); "
+                              "grep -E 'uverbs|infiniband' /proc/$p/maps")[1].strip()
 
     # -- shared by the fault cases (test_rdma_faults.py) ------------------------
     def assert_source_carries_on(self, cid, rc, out, err, rlog):

@@ -26,6 +26,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import BUILD, CRX, MPORT, RECV_MODE, SEQ, RdmaBedCase  # noqa: E402
+from vmtest import wait_until  # noqa: E402
 
 MIGRATIONS = int(os.environ.get("CRX_VM_RDMA_MIGRATIONS", "4"))
 # CRX_VM_RDMA_RXE_DEBUG=1: test_10 turns on rxe's debug messages on the
@@ -190,13 +191,10 @@ class RdmaMigrateTest(RdmaBedCase):
             f"send --connect {self.tb.ip(0)} --port {port} --count {count} --rate {rate} "
             f"--stall-timeout 0 --progress 5 {RECV_MODE} --ready-file /out/{scid}.ready"))
         self.sh(self.tb, 1, f"{CRX} run -d -b {sb} {scid} </dev/null >/dev/null 2>&1", timeout=300)
-        deadline = time.monotonic() + 180
-        while not (os.path.exists(self.out(rcid + ".ready")) and
-                   os.path.exists(self.out(scid + ".ready"))):
-            if time.monotonic() > deadline:
-                self.fail(f"not ready: receiver {self.read(rcid + '.err')}\n"
-                          f"sender {self.read(scid + '.err')}")
-            time.sleep(0.5)
+        wait_until(lambda: (os.path.exists(self.out(rcid + ".ready")) and
+                            os.path.exists(self.out(scid + ".ready"))), 180,
+                   lambda: f"both containers to be ready: receiver {self.read(rcid + '.err')}\n"
+                           f"sender {self.read(scid + '.err')}")
         n = self.wait_progress(rcid, 200)
         rep = self.migrate(rcid, 0, 2)
         self.assertEqual(rep["verbs"]["objects"]["qp"], 1, rep)
@@ -211,10 +209,9 @@ class RdmaMigrateTest(RdmaBedCase):
         self.sh(self.tb, 1, f"ln -sf {self.out(scid + '.err')} /tmp/{rcid}.send.err")
         waiter = self.tb.spawn(0, f"until [ -s {summary} ]; do sleep 1; done; cat {summary}")
         self.finish(rcid, waiter, count, k=2)
-        deadline = time.monotonic() + 60
-        while self.state(0, scid) != "stopped" and time.monotonic() < deadline:
-            time.sleep(1)
-        self.assertEqual(self.state(0, scid), "stopped", "the sender container must stop")
+        wait_until(lambda: self.state(0, scid) == "stopped", 60,
+                   lambda: f"the sender container to stop (it is {self.state(0, scid)})",
+                   interval=1)
         self.sh(self.tb, 0, f"{CRX} delete {scid}")
 
     def tc(self, k, rules):

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "common/log.hpp"
 #include "container/hooks_runner.hpp"
 #include "linux/cgroup.hpp"
+#include "linux/paths.hpp"
 #include "spec/spec.hpp"
 
 namespace crx::container {
@@ -32,12 +34,36 @@ std::optional<cgroup::Cgroup> load_cgroup(const state::ContainerState& st) {
   }
 }
 
-spec::Hooks saved_hooks(const state::ContainerState& st) {
-  if (!st.config.is_object()) return {};
+std::optional<spec::Spec> saved_spec(const state::ContainerState& st) {
+  if (!st.config.is_object()) return std::nullopt;
   try {
-    return spec::parse_spec(st.config, "state.json config").hooks;
+    return spec::parse_spec(st.config, "state.json config");
   } catch (const std::exception&) {
-    return {};
+    return std::nullopt;
+  }
+}
+
+spec::Hooks saved_hooks(const state::ContainerState& st) {
+  auto s = saved_spec(st);
+  return s ? s->hooks : spec::Hooks{};
+}
+
+// A container without a mount namespace had its mounts made in ours, below
+// its rootfs (as runc does, which leaves them there): they go with it, last
+// made first. A destination that is no mount point (any more) is skipped.
+void detach_mounts_made_outside(const state::ContainerState& st) {
+  auto s = saved_spec(st);
+  if (!s || s->linux.find_namespace("mount") || st.rootfs.empty()) return;
+  for (auto m = s->mounts.rbegin(); m != s->mounts.rend(); ++m) {
+    std::string path;
+    try {
+      path = paths::secure_join(st.rootfs, m->destination);
+    } catch (const Error& e) {
+      log::warn("container " + st.id + ": " + e.what());
+      continue;
+    }
+    if (::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
+      log::warn("container " + st.id + ": unmount " + path + ": " + std::strerror(errno));
   }
 }
 
@@ -171,6 +197,7 @@ void delete_container(const GlobalOptions& g, const std::string& id, bool force)
     }
     wait_gone(st.pid, st.pid_start_time);
   }
+  detach_mounts_made_outside(st);
   if (cg) cg->destroy();
   std::string state_json = state::oci_state_json(st, state::Status::Stopped).dump();
   dir.remove();

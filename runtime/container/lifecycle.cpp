@@ -13,6 +13,7 @@
 #include <optional>
 #include <thread>
 
+#include "checkpoint/restore_guard.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "container/hooks_runner.hpp"
@@ -162,6 +163,31 @@ std::optional<state::StateDir> open_for_delete(const GlobalOptions& g, const std
   }
 }
 
+// A restore killed before it saved state.json leaves the cgroup it made
+// recorded in the state dir (checkpoint/restore_guard.hpp), and in it the
+// tasks CRIU had restored so far, stopped or frozen: kill them, remove the
+// cgroup, then the record. A cgroup that cannot be removed throws and keeps
+// the record, so that another delete --force finds it again.
+void remove_restoring_cgroup(const state::StateDir& dir) {
+  auto saved = checkpoint::restoring_cgroup(dir.path());
+  if (!saved) return;
+  std::optional<cgroup::Cgroup> cg;
+  try {
+    cg = cgroup::Cgroup::load(nlohmann::json::parse(*saved));
+  } catch (const std::exception& e) {
+    log::warn("container " + dir.id() + ": the cgroup record of its restore is unreadable (" +
+              dir.path() + "/restore-cgroup.json): " + e.what());
+    return;
+  }
+  checkpoint::RestoreLeftovers leftovers;
+  for (const auto& [ctrl, cdir] : cg->dirs()) leftovers.cgroup_dirs.push_back(cdir);
+  // No title: the images dir is not known here; a task CRIU had forked but
+  // not yet moved into the cgroup is the next `crx receive`'s to find.
+  checkpoint::kill_restore_leftovers(leftovers);
+  cg->destroy();
+  checkpoint::forget_restoring_cgroup(dir.path());
+}
+
 }  // namespace
 
 void delete_container(const GlobalOptions& g, const std::string& id, bool force) {
@@ -180,6 +206,7 @@ void delete_container(const GlobalOptions& g, const std::string& id, bool force)
   }
   if (!have_state) {
     if (!force) throw Error("container " + id + " does not exist (incomplete state; use delete --force)");
+    remove_restoring_cgroup(dir);
     dir.remove();
     return;
   }

@@ -205,6 +205,10 @@ void forget_restoring_cgroup(const std::string& state_dir) {
   ::unlink((state_dir + kRestoringCgroup).c_str());
 }
 
+std::optional<std::string> restoring_cgroup(const std::string& state_dir) {
+  return read_file_if_present(state_dir + kRestoringCgroup);
+}
+
 std::vector<std::string> remove_unfinished_restore(const std::string& state_dir,
                                                    const std::string& images_root) {
   std::vector<std::string> done;

@@ -19,7 +19,7 @@
 #include "container/hooks_runner.hpp"
 #include "container/init.hpp"
 #include "container/sync.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "linux/clone.hpp"
 #include "linux/console.hpp"
 #include "linux/fds.hpp"

@@ -17,7 +17,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "container/hooks_runner.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "linux/paths.hpp"
 #include "spec/spec.hpp"
 

@@ -11,7 +11,7 @@
 #include "../support/reap.hpp"
 #include "checkpoint/restore_guard.hpp"
 #include "harness.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 
 namespace crx::test {
 namespace {

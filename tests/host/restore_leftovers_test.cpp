@@ -16,7 +16,7 @@
 #include "checkpoint/restore_guard.hpp"
 #include "common/fs.hpp"
 #include "harness.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "migrate/stale_sessions.hpp"
 #include "../support/reap.hpp"
 

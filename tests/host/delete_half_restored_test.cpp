@@ -16,14 +16,7 @@
 namespace crx::test {
 namespace {
 
-pid_t sleeper() {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
+using crx::testing::sleeper;
 
 // Issue 16: a restore killed before it saved state.json leaves a state dir
 // with only its cgroup record (restore-cgroup.json), CRIU's mounts and the

@@ -433,13 +433,20 @@ std::string criu_log_tail(std::string_view log, size_t max_lines) {
     lines.push_back(line);
     if (line.find("Error") != std::string_view::npos) errors.push_back(line);
   }
-  const auto& pick = errors.empty() ? lines : errors;
-  size_t start = pick.size() > max_lines ? pick.size() - max_lines : 0;
+  // The first error is the cause (a plugin's, say); CRIU's own "... FAILED"
+  // lines follow it. Keep it, then the last ones.
+  std::vector<std::string_view> pick = errors.empty() ? lines : errors;
+  if (max_lines == 0) return {};
+  if (pick.size() > max_lines) {
+    std::vector<std::string_view> kept;
+    if (!errors.empty()) kept.push_back(pick.front());
+    kept.insert(kept.end(), pick.end() - static_cast<long>(max_lines - kept.size()), pick.end());
+    pick = std::move(kept);
+  }
   std::string out;
-  for (size_t i = start; i < pick.size(); ++i) {
+  for (std::string_view l : pick) {
     if (!out.empty()) out += "; ";
     // Strip CRIU's "(00.012345) " timestamp prefix.
-    std::string_view l = pick[i];
     if (l.size() > 2 && l[0] == '(') {
       size_t close = l.find(") ");
       if (close != std::string_view::npos && close < 16) l.remove_prefix(close + 2);

@@ -20,7 +20,19 @@ TEST(CheckpointCriu, LogTailPrefersErrorLinesAndStripsTimestamps) {
       "(00.003000) Error (criu/cr-dump.c:2000): Dumping FAILED.\n";
   EXPECT_EQ(criu_log_tail(log, 3),
             "Error (criu/cr-dump.c:1000): first problem; Error (criu/cr-dump.c:2000): Dumping FAILED.");
-  EXPECT_EQ(criu_log_tail(log, 1), "Error (criu/cr-dump.c:2000): Dumping FAILED.");
+  EXPECT_EQ(criu_log_tail(log, 1), "Error (criu/cr-dump.c:1000): first problem");
+}
+
+TEST(CheckpointCriu, LogTailKeepsTheFirstErrorBeforeTheLastOnes) {
+  std::string log =
+      "(00.001000) Error (crx_ibverbs): the cause\n"
+      "(00.002000) Error (criu/files.c:1213): Unable to open fd=3 id=0x28\n"
+      "(00.003000)      1: Error (criu/cr-restore.c:1495): 2 exited, status=1\n"
+      "(00.004000) Error (criu/cr-restore.c:2537): Restoring FAILED.\n";
+  EXPECT_EQ(criu_log_tail(log, 3),
+            "Error (crx_ibverbs): the cause; "
+            "     1: Error (criu/cr-restore.c:1495): 2 exited, status=1; "
+            "Error (criu/cr-restore.c:2537): Restoring FAILED.");
 }
 
 TEST(CheckpointCriu, LogTailWithoutErrorsGivesLastLines) {

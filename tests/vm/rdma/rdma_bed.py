@@ -207,9 +207,29 @@ class RdmaBedCase(VmTestCase):
         rc, out, err = self.tb.run(src, f"{CRX} migrate {cid} --to {self.tb.ip(dst)}:{MPORT} "
                                         f"--key /tmp/key --format json {args}", timeout=900)
         took = time.monotonic() - t
-        rrc, rout, rerr = self.tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.wait_receive(rh, dst, log, f"crx migrate ({rc}):\n{out}{err}")
         rlog = rout + self.tb.run(dst, f"cat {log}")[1]
         return rc, out, err, rrc, rlog, took
+
+    def wait_receive(self, rh, k, log, sender, timeout=300):
+        """The receiver's (rc, out, err). One that has not finished within
+        `timeout` fails the case with what it and CRIU were doing on g<k>
+        (the test bed kills a guest whose command overstays, so this is
+        the last chance to look)."""
+        if not rh.done.wait(timeout):
+            stuck = self.tb.run(k, f"echo '--' receiver log; cat {log}; "
+                                   "echo '--' CRIU logs; for f in $(find /run/crx-migrate "
+                                   "-name '*.log' 2>/dev/null); do echo \"== $f\"; tail -n 40 $f; done; "
+                                   "echo '--' processes; ps -eo pid,ppid,stat,wchan:32,cmd; "
+                                   "for p in $(pgrep -f '[c]riu|[c]rx '); do echo \"== $p\"; "
+                                   "for t in /proc/$p/task/*; do echo $t $(grep State $t/status); "
+                                   "cat $t/stack; done; done; "
+                                   "echo '--' qps; rdma resource show qp; "
+                                   "echo '--' dmesg; dmesg | tail -n 40", timeout=120)[1]
+            self.tb.kill_guest(k)
+            self.fail(f"g{k}: crx receive did not finish within {timeout} s\n"
+                      f"sender: {sender}\n{stuck}")
+        return self.tb.wait(rh)
 
     def migrate(self, cid, src, dst, args="", arrives="running"):
         """crx migrate cid from guest src to guest dst; returns the report.

@@ -165,7 +165,8 @@ class RdmaPerftestTest(RdmaBedCase):
                                         f"--key /tmp/key --tcp-established --format json",
                                    timeout=900)
         took = time.monotonic() - t
-        rrc, rout, rerr = self.tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.wait_receive(rh, dst, log,
+                                            f"crx migrate ({rc}):\n{out}{err}\n{self.diag(1, cid)}")
         rlog = rout + self.tb.run(dst, f"cat {log}")[1]
         self.sh(self.tb, dst, f"iptables -w -D {hold}")
         self.sh(self.tb, 1, f"ip neigh flush to {SERVICE_IP}")

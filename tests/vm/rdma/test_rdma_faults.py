@@ -25,24 +25,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import CRX, MPORT, RANGES, RdmaBedCase  # noqa: E402
 from vmtest import wait_until  # noqa: E402
 
-# Runs in g2 beside a migration: waits (shell builtins only, so that it
-# reacts within a few ms) until the receiver's criu has started the
-# restore (its restore.log appears in the receiver's RAM dir; the restore
-# of this container takes ~2 s under TCG), then kills the receiver and
-# every criu process (criu swrk and the tasks it restores) at once.
-KILL_MID_RESTORE = r"""
-receiver=$(pgrep -f 'crx [r]eceive')
-[ -n "$receiver" ] || { echo 'no receiver in g2' >&2; exit 1; }
-i=0
-while :; do
-  for f in /run/crx-migrate/*/*.work/restore.log; do [ -e "$f" ] && break 2; done
-  i=$((i + 1)); [ $i -lt 6000 ] || { echo 'never saw the restore' >&2; exit 1; }
-  sleep 0.02
-done
-pids="$receiver $(pgrep -x criu)"
-kill -9 $pids
-echo "killed mid-restore, criu's log ends: $(tail -n 2 "$f" 2>&1)"
-"""
+# Kills the receiver and its criu in g2 mid-restore (how: the script's
+# header).
+KILL_MID_RESTORE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kill-mid-restore.sh")
 
 
 class RdmaFaultsTest(RdmaBedCase):
@@ -120,7 +105,7 @@ class RdmaFaultsTest(RdmaBedCase):
         n = self.wait_progress(cid, 200)
         log = f"/tmp/receive-{cid}-2.log"
         rh = self.start_receive(2, log)
-        killer = self.tb.spawn(2, KILL_MID_RESTORE)
+        killer = self.tb.spawn(2, f"sh {KILL_MID_RESTORE}")
         try:
             rc, out, err = self.tb.run(0, f"{CRX} migrate {cid} --to {self.tb.ip(2)}:{MPORT} "
                                           f"--key /tmp/key --format json", timeout=900)

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Runs in g2 beside a migration: waits (shell builtins only, so that it
+# reacts within a few ms) until the receiver's criu has started the
+# restore (its restore.log appears in the receiver's RAM dir; the restore
+# of this container takes ~2 s under TCG), then kills the receiver and
+# every criu process (criu swrk and the tasks it restores) at once.
+
+receiver=$(pgrep -f 'crx [r]eceive')
+[ -n "$receiver" ] || { echo 'no receiver in g2' >&2; exit 1; }
+i=0
+while :; do
+  for f in /run/crx-migrate/*/*.work/restore.log; do [ -e "$f" ] && break 2; done
+  i=$((i + 1)); [ $i -lt 6000 ] || { echo 'never saw the restore' >&2; exit 1; }
+  sleep 0.02
+done
+pids="$receiver $(pgrep -x criu)"
+kill -9 $pids
+echo "killed mid-restore, criu's log ends: $(tail -n 2 "$f" 2>&1)"

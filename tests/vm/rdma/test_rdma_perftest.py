@@ -178,6 +178,11 @@ class RdmaPerftestTest(RdmaBedCase):
         rlog = rout + self.tb.run(dst, f"cat {log}")[1]
         self.sh(self.tb, dst, f"iptables -w -D {hold}")
         self.sh(self.tb, 1, f"ip neigh flush to {SERVICE_IP}")
+        if rc != 0:
+            # first what failed, then the guests (a guest busy with rxe's
+            # debug output can time out while it is looked at)
+            print(f"migrate g{src}->g{dst} failed:\n{out}\n{err}\nreceiver ({rrc}):\n{rlog}",
+                  flush=True)
         self.assertEqual(rc, 0, f"migrate g{src}->g{dst} failed:\n{out}\n{err}\n"
                                 f"receiver ({rrc}):\n{rlog}\n{self.diag(src, dst, cid)}")
         self.assertEqual(rrc, 0, f"receiver:\n{rlog}")

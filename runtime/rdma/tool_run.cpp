@@ -61,10 +61,10 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
     }
     for (int i = 0; i < 2; ++i) {
       if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t n = ::read(p[i].fd, buf, sizeof buf);
+      ssize_t n = retry_eintr([&] { return ::read(p[i].fd, buf, sizeof buf); });
       if (n > 0) {
         sinks[i]->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
+      } else {
         p[i].fd = -1;
         --open;
       }

@@ -21,6 +21,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
+#include "common/scope_guard.hpp"
 #include "container/hooks_runner.hpp"
 #include "container/lifecycle.hpp"
 #include "cgroup/cgroup.hpp"
@@ -282,13 +283,8 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
                                      std::stoi(r.page_server.substr(colon + 1)), -1};
   }
   if (r.pre_dump) {
-    try {
-      criu_pre_dump(o);
-    } catch (...) {
-      resume_verbs_quietly(g, id);
-      throw;
-    }
-    resume_verbs_quietly(g, id);
+    ScopeGuard resume_verbs([&] { resume_verbs_quietly(g, id); });  // done or failed
+    criu_pre_dump(o);
     return;
   }
   // The final dump of a frozen container can leave its empty tmpfs mounts
@@ -301,17 +297,16 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
   bool freeze_first = cg && !src.freezer_dir.empty() && !r.flags.lazy_pages &&
                       (r.leave_running || !r.flags.tcp_established);
   bool was_frozen = false;
+  // Until the dump is done, a failure leaves the container as it found it.
+  ScopeGuard thaw_again([&] {
+    if (freeze_first && !was_frozen) cg->thaw();
+  });
   if (freeze_first) {
     was_frozen = cg->frozen();
     if (!was_frozen) cg->freeze();
     // Frozen, nothing can start: look again (a `crx exec` may have come
     // in since the first look).
-    try {
-      left_out = check_outside_processes(src, r.kill_exec);
-    } catch (...) {
-      if (!was_frozen) cg->thaw();
-      throw;
-    }
+    left_out = check_outside_processes(src, r.kill_exec);
     add_recreated_mounts(o, src);
     o.leave_running = true;
   }
@@ -324,22 +319,20 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     log::warn("checkpoint of " + id + ": --kill-exec: not in the images, " +
               (r.leave_running ? "running on here: " : "killed: ") + describe(left_out));
   };
-  try {
-    criu_dump(o);
-  } catch (const Error& e) {
-    resume_verbs_quietly(g, id);  // a failed dump leaves the tasks running
-    if (freeze_first && !was_frozen) cg->thaw();
-    if (outside_terminal) {
+  {
+    // A failed dump leaves the tasks running: their verbs too.
+    ScopeGuard resume_verbs([&] { resume_verbs_quietly(g, id); });
+    try {
+      criu_dump(o);
+    } catch (const Error& e) {
+      if (!outside_terminal) throw;
       throw Error("--shell-job: the container's terminal comes from outside its mount "
                   "namespace, which this CRIU cannot dump (" + std::string(e.what()) + ")",
                   e.cause(), e.sys_errno());
     }
-    throw;
-  } catch (...) {
-    resume_verbs_quietly(g, id);  // a failed dump leaves the tasks running
-    if (freeze_first && !was_frozen) cg->thaw();
-    throw;
+    resume_verbs.dismiss();
   }
+  thaw_again.dismiss();
   if (freeze_first) {
     if (!r.leave_running) {
       kill_frozen_container(g, id);
@@ -385,125 +378,121 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
   std::optional<cgroup::Cgroup> cg;
   // Kills what CRIU made if we die before the restore ends (restore_guard.hpp).
   std::optional<RestoreGuard> guard;
-  bool ok = false;
-  try {
-    cg = cgroup::Cgroup::create(s.linux, id, g.systemd_cgroup);
-    record_restoring_cgroup(dir.path(), cg->save().dump());
-    RestoreLeftovers leftovers;
-    for (const auto& [ctrl, cdir] : cg->dirs()) leftovers.cgroup_dirs.push_back(cdir);
-    leftovers.title = restore_title(r.image_path);
-    guard.emplace(std::move(leftovers));
-    UniqueFd images = open_dir(r.image_path, false);
-    UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
-    CriuRoot root(rootfs, dir.path() + "/criu-root");
-    // Fresh tmpfs for the mounts the dump left out; detached again (here:
-    // destroyed) once CRIU has bound them into the container.
-    StagedTmpfs tmpfs(s, dir.path() + "/criu-tmpfs");
-
-    RestoreOptions o;
-    o.images_dir_fd = images.get();
-    o.work_dir_fd = work.get();
-    o.log_file = "restore.log";
-    o.root = root.path();
-    apply_flags(o, r.flags);
-    if (!o.manage_cgroups_mode) o.manage_cgroups_mode = CgroupMode::Soft;
-    add_restore_mounts(o, s, rootfs);
-    auto joined_namespaces = add_restore_external_namespaces(o, s);
-    for (const auto& m : tmpfs.ext_mounts()) o.ext_mounts.push_back(m);
-    o.rst_sibling = r.as_child;
-    o.auto_dedup = r.flags.auto_dedup;
-    o.lazy_pages = r.flags.lazy_pages;
-    o.notify_scripts = true;
-    o.orphan_pts_master = s.process.terminal;
-    // The tasks go into the cgroup made above, also when the id (and so
-    // the default cgroupsPath) differs from the checkpointed container's;
-    // without roots CRIU would put them back into the old one's cgroup.
-    // The root task also joins it explicitly below.
-    o.cgroup_roots = cgroup::criu_cgroup_roots(
-        cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg->dirs());
-    const bool paused_again = r.keep_paused && carried && carried->paused;
-    pid_t restored = 0;
-    bool held = false;
-    auto notify = [&](Notification& n) {
-      if (n.script == "setup-namespaces" && n.pid > 0) {
-        restored = n.pid;
-        cg->add_process(n.pid);
-        // As runc 1.1.5 (criuNotifications, "setup-namespaces"): prestart
-        // and createRuntime run again, now that the namespaces exist;
-        // poststart does not (runc runs it only when it starts an init).
-        if (s.hooks.has_runtime_create_hooks()) {
-          state::ContainerState hs;
-          hs.id = id;
-          hs.bundle = bundle;
-          hs.rootfs = rootfs;
-          hs.pid = n.pid;
-          hs.created = state::now_rfc3339();
-          hs.annotations = carried ? carried->annotations : s.annotations;
-          std::string js = state::oci_state_json(hs, state::Status::Creating).dump();
-          container::run_hooks_or_throw(s.hooks.prestart, "prestart", js);
-          container::run_hooks_or_throw(s.hooks.create_runtime, "createRuntime", js);
-        }
-      } else if (n.script == "pre-resume") {
-        // The verbs plugin's late hook ran before this: it says in the
-        // images dir whether the objects came back (it cannot fail CRIU).
-        rdma::check_verbs_restore(r.image_path);
-        // A paused container stays paused: frozen while CRIU still holds
-        // its tasks (as CRIU restores a v1 freezer state), so not one
-        // instruction of theirs runs when CRIU lets them go.
-        if (paused_again) cg->freeze();
-        held = true;
-        if (r.hold) r.hold();
-      } else if (n.script == "orphan-pts-master" && n.fd) {
-        // CRIU made a new pty in the container's devpts for the slave the
-        // tasks had; its master goes to the console socket as on create.
-        if (r.console_socket.empty()) {
-          log::warn("restore: the container has a terminal but no --console-socket was "
-                    "given; its pty master is closed");
-        } else {
-          linux_::send_console_fd(r.console_socket, n.fd.get(), pty_name(n.fd.get()));
-        }
+  // A restore that fails removes what it made.
+  ScopeGuard undo([&] {
+    if (cg) {
+      for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
+      try {
+        cg->destroy();
+      } catch (const std::exception& e) {
+        log::warn(std::string("restore cleanup: ") + e.what());
       }
-    };
-    o.defer_verbs_resume = r.defer_verbs_resume;
-    pid_t pid = criu_restore(o, notify);
-    if (!held) rdma::check_verbs_restore(r.image_path);
-    if (!held && paused_again) cg->freeze();
-    if (!held && r.hold) r.hold();
-    if (pid <= 0) pid = restored;
-
-    state::ContainerState st;
-    st.id = id;
-    st.bundle = bundle;
-    st.rootfs = rootfs;
-    st.created = state::now_rfc3339();
-    st.pid = pid;
-    st.pid_start_time = state::process_start_time(pid);
-    st.annotations = carried ? carried->annotations : s.annotations;
-    st.owner = carried ? carried->owner : "";
-    st.cgroup = cg->save();
-    st.config = s.raw;
-    st.systemd_cgroup = g.systemd_cgroup;
-    st.pid_file = pid_file;
-    dir.save(st);
-    forget_restoring_cgroup(dir.path());
-    write_pid_file(pid_file, pid);
-    ok = true;
-    guard->disarm();
-    return pid;
-  } catch (...) {
-    if (!ok) {
-      if (cg) {
-        for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
-        try {
-          cg->destroy();
-        } catch (const std::exception& e) {
-          log::warn(std::string("restore cleanup: ") + e.what());
-        }
-      }
-      dir.remove();
     }
-    throw;
-  }
+    dir.remove();
+  });
+  cg = cgroup::Cgroup::create(s.linux, id, g.systemd_cgroup);
+  record_restoring_cgroup(dir.path(), cg->save().dump());
+  RestoreLeftovers leftovers;
+  for (const auto& [ctrl, cdir] : cg->dirs()) leftovers.cgroup_dirs.push_back(cdir);
+  leftovers.title = restore_title(r.image_path);
+  guard.emplace(std::move(leftovers));
+  UniqueFd images = open_dir(r.image_path, false);
+  UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
+  CriuRoot root(rootfs, dir.path() + "/criu-root");
+  // Fresh tmpfs for the mounts the dump left out; detached again (here:
+  // destroyed) once CRIU has bound them into the container.
+  StagedTmpfs tmpfs(s, dir.path() + "/criu-tmpfs");
+
+  RestoreOptions o;
+  o.images_dir_fd = images.get();
+  o.work_dir_fd = work.get();
+  o.log_file = "restore.log";
+  o.root = root.path();
+  apply_flags(o, r.flags);
+  if (!o.manage_cgroups_mode) o.manage_cgroups_mode = CgroupMode::Soft;
+  add_restore_mounts(o, s, rootfs);
+  auto joined_namespaces = add_restore_external_namespaces(o, s);
+  for (const auto& m : tmpfs.ext_mounts()) o.ext_mounts.push_back(m);
+  o.rst_sibling = r.as_child;
+  o.auto_dedup = r.flags.auto_dedup;
+  o.lazy_pages = r.flags.lazy_pages;
+  o.notify_scripts = true;
+  o.orphan_pts_master = s.process.terminal;
+  // The tasks go into the cgroup made above, also when the id (and so
+  // the default cgroupsPath) differs from the checkpointed container's;
+  // without roots CRIU would put them back into the old one's cgroup.
+  // The root task also joins it explicitly below.
+  o.cgroup_roots = cgroup::criu_cgroup_roots(
+      cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg->dirs());
+  const bool paused_again = r.keep_paused && carried && carried->paused;
+  pid_t restored = 0;
+  bool held = false;
+  auto notify = [&](Notification& n) {
+    if (n.script == "setup-namespaces" && n.pid > 0) {
+      restored = n.pid;
+      cg->add_process(n.pid);
+      // As runc 1.1.5 (criuNotifications, "setup-namespaces"): prestart
+      // and createRuntime run again, now that the namespaces exist;
+      // poststart does not (runc runs it only when it starts an init).
+      if (s.hooks.has_runtime_create_hooks()) {
+        state::ContainerState hs;
+        hs.id = id;
+        hs.bundle = bundle;
+        hs.rootfs = rootfs;
+        hs.pid = n.pid;
+        hs.created = state::now_rfc3339();
+        hs.annotations = carried ? carried->annotations : s.annotations;
+        std::string js = state::oci_state_json(hs, state::Status::Creating).dump();
+        container::run_hooks_or_throw(s.hooks.prestart, "prestart", js);
+        container::run_hooks_or_throw(s.hooks.create_runtime, "createRuntime", js);
+      }
+    } else if (n.script == "pre-resume") {
+      // The verbs plugin's late hook ran before this: it says in the
+      // images dir whether the objects came back (it cannot fail CRIU).
+      rdma::check_verbs_restore(r.image_path);
+      // A paused container stays paused: frozen while CRIU still holds
+      // its tasks (as CRIU restores a v1 freezer state), so not one
+      // instruction of theirs runs when CRIU lets them go.
+      if (paused_again) cg->freeze();
+      held = true;
+      if (r.hold) r.hold();
+    } else if (n.script == "orphan-pts-master" && n.fd) {
+      // CRIU made a new pty in the container's devpts for the slave the
+      // tasks had; its master goes to the console socket as on create.
+      if (r.console_socket.empty()) {
+        log::warn("restore: the container has a terminal but no --console-socket was "
+                  "given; its pty master is closed");
+      } else {
+        linux_::send_console_fd(r.console_socket, n.fd.get(), pty_name(n.fd.get()));
+      }
+    }
+  };
+  o.defer_verbs_resume = r.defer_verbs_resume;
+  pid_t pid = criu_restore(o, notify);
+  if (!held) rdma::check_verbs_restore(r.image_path);
+  if (!held && paused_again) cg->freeze();
+  if (!held && r.hold) r.hold();
+  if (pid <= 0) pid = restored;
+
+  state::ContainerState st;
+  st.id = id;
+  st.bundle = bundle;
+  st.rootfs = rootfs;
+  st.created = state::now_rfc3339();
+  st.pid = pid;
+  st.pid_start_time = state::process_start_time(pid);
+  st.annotations = carried ? carried->annotations : s.annotations;
+  st.owner = carried ? carried->owner : "";
+  st.cgroup = cg->save();
+  st.config = s.raw;
+  st.systemd_cgroup = g.systemd_cgroup;
+  st.pid_file = pid_file;
+  dir.save(st);
+  forget_restoring_cgroup(dir.path());
+  write_pid_file(pid_file, pid);
+  undo.dismiss();
+  guard->disarm();
+  return pid;
 }
 
 }  // namespace crx::checkpoint

@@ -10,8 +10,8 @@
 #include <optional>
 #include <vector>
 
-#include "checkpoint/child_process.hpp"
 #include "checkpoint/criu_plugins.hpp"
+#include "common/child_process.hpp"
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
 #include "criu-rpc/rpc.pb-c.h"
@@ -207,11 +207,16 @@ class SwrkSession {
       throw_errno("criu " + action_ + ": socketpair");
     sock_.reset(sv[0]);
     UniqueFd theirs(sv[1]);
-    std::vector<int> keep = child_fds;
-    keep.push_back(theirs.get());
     std::vector<std::string> env = criu_environment(defer_verbs_resume);
-    child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, keep, output_fd < 0, -1,
-                   output_fd, output_fd, &env, die_with_us);
+    SpawnOptions o;
+    o.keep_fds = child_fds;
+    o.keep_fds.push_back(theirs.get());
+    o.quiet = output_fd < 0;
+    o.stdout_fd = output_fd;
+    o.stderr_fd = output_fd;
+    o.env = &env;
+    o.die_with_parent = die_with_us;
+    child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, o);
   }
 
   ~SwrkSession() {

@@ -20,6 +20,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/retry_eintr.hpp"
 #include "cgroup/cgroup.hpp"
 
 namespace crx::checkpoint {
@@ -84,7 +85,7 @@ int kill_listed(const char* dir) {
   bool digits = false;
   char buf[4096];
   ssize_t n;
-  while ((n = ::read(fd, buf, sizeof buf)) > 0 || (n < 0 && errno == EINTR)) {
+  while ((n = retry_eintr([&] { return ::read(fd, buf, sizeof buf); })) > 0) {
     for (ssize_t i = 0; i < n; ++i) {
       char c = buf[i];
       if (c >= '0' && c <= '9') {
@@ -113,8 +114,7 @@ bool titled(const char* pid, const std::string& title, bool whole) {
   size_t want = title.size() + 1 < sizeof buf ? title.size() + 1 : sizeof buf;
   size_t have = 0;
   while (have < want) {
-    ssize_t n = ::read(fd, buf + have, want - have);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = retry_eintr([&] { return ::read(fd, buf + have, want - have); });
     if (n <= 0) break;
     have += static_cast<size_t>(n);
   }
@@ -187,8 +187,7 @@ int kill_restore_leftovers(const RestoreLeftovers& l) {
     killed += found;
     if (found == 0) break;
     struct timespec ts{0, 20 * 1000 * 1000};
-    while (::nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
+    retry_eintr([&] { return ::nanosleep(&ts, &ts); });
   }
   return killed;
 }
@@ -262,29 +261,22 @@ RestoreGuard::RestoreGuard(RestoreLeftovers l) : l_(std::move(l)) {
     for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2})
       ::sigaction(s, &ign, nullptr);
     char c;
-    while (::read(0, &c, 1) < 0 && errno == EINTR) {
-    }
+    retry_eintr([&] { return ::read(0, &c, 1); });
     // The pipe closed: the restoring process is gone without disarming us.
     kill_restore_leftovers(l_);
     ::_exit(0);
   }
+  guard_ = ChildProcess(pid);
   ::close(p[0]);
-  pid_ = pid;
   pipe_w_ = p[1];
 }
 
 RestoreGuard::~RestoreGuard() { disarm(); }
 
 void RestoreGuard::disarm() {
-  if (pid_ > 0) {
-    // Killed before the pipe closes, so that it never takes the close for
-    // our death.
-    ::kill(pid_, SIGKILL);
-    int status;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
+  // Killed before the pipe closes, so that it never takes the close for
+  // our death.
+  guard_.kill_and_wait();
   if (pipe_w_ >= 0) {
     ::close(pipe_w_);
     pipe_w_ = -1;

@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "common/child_process.hpp"
+
 namespace crx::checkpoint {
 
 struct RestoreLeftovers {
@@ -77,11 +79,11 @@ class RestoreGuard {
   RestoreGuard& operator=(const RestoreGuard&) = delete;
   ~RestoreGuard();
   void disarm();
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return guard_.pid(); }
 
  private:
   RestoreLeftovers l_;
-  pid_t pid_ = -1;
+  ChildProcess guard_;
   int pipe_w_ = -1;
 };
 

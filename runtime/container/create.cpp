@@ -13,9 +13,11 @@
 #include <cstdlib>
 #include <optional>
 
+#include "common/child_process.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
+#include "common/scope_guard.hpp"
 #include "container/hooks_runner.hpp"
 #include "container/init.hpp"
 #include "container/sync.hpp"
@@ -66,40 +68,6 @@ void check_spec_is_runnable(const spec::Spec& spec, const std::string& rootfs) {
     throw Error("config.json: .linux.uidMappings/gidMappings: required with a new user namespace");
 }
 
-// Everything create acquires, released in reverse on failure.
-struct Transaction {
-  std::optional<state::StateDir> dir;
-  std::optional<cgroup::Cgroup> cg;
-  pid_t child = 0;
-  pid_t init = 0;
-  bool committed = false;
-
-  ~Transaction() {
-    if (committed) return;
-    for (pid_t p : {init, child}) {
-      if (p > 0) {
-        ::kill(p, SIGKILL);
-        ::waitpid(p, nullptr, 0);
-      }
-    }
-    if (cg) {
-      try {
-        for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
-        cg->destroy();
-      } catch (const std::exception& e) {
-        log::warn(std::string("cleanup: ") + e.what());
-      }
-    }
-    if (dir) {
-      try {
-        dir->remove();
-      } catch (const std::exception& e) {
-        log::warn(std::string("cleanup: ") + e.what());
-      }
-    }
-  }
-};
-
 // A child that failed early has closed its end: its Error message is
 // waiting in the socket and the setup loop reports it, not this send.
 void tell_cgroup_joined(const SyncChannel& parent_end) {
@@ -135,8 +103,10 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   UniqueFd console;
   if (!o.console_socket.empty()) console = linux_::connect_unix_socket(o.console_socket, "console socket");
 
-  Transaction tx;
-  tx.dir.emplace(state::StateDir::create(g.root, o.id));
+  // Everything create makes is undone, in reverse, when it fails: the
+  // guards below and the ChildProcess of the init.
+  auto dir = state::StateDir::create(g.root, o.id);
+  ScopeGuard remove_dir([&] { dir.remove(); });
   state::ContainerState st;
   st.id = o.id;
   st.bundle = bundle;
@@ -149,18 +119,22 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   st.pid_file = absolute_pid_file(o.pid_file);
   // Saved with where the cgroup will be before anything is made, so a create
   // killed half way leaves delete --force everything it needs to clean up.
-  tx.cg.emplace(cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup));
-  st.cgroup = tx.cg->save();
-  tx.dir->save(st);
+  auto cg = cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup);
+  ScopeGuard remove_cgroup([&] {
+    for (pid_t p : cg.pids()) ::kill(p, SIGKILL);
+    cg.destroy();
+  });
+  st.cgroup = cg.save();
+  dir.save(st);
 
-  if (::mkfifo(tx.dir->fifo_path().c_str(), 0622) != 0) throw_errno("mkfifo " + tx.dir->fifo_path());
+  if (::mkfifo(dir.fifo_path().c_str(), 0622) != 0) throw_errno("mkfifo " + dir.fifo_path());
   // 0622 despite the umask: an init in a user namespace opens it as "other"
-  if (::chmod(tx.dir->fifo_path().c_str(), 0622) != 0) throw_errno("chmod " + tx.dir->fifo_path());
-  UniqueFd fifo(::open(tx.dir->fifo_path().c_str(), O_PATH | O_CLOEXEC));
-  if (!fifo) throw_errno("open " + tx.dir->fifo_path());
+  if (::chmod(dir.fifo_path().c_str(), 0622) != 0) throw_errno("chmod " + dir.fifo_path());
+  UniqueFd fifo(::open(dir.fifo_path().c_str(), O_PATH | O_CLOEXEC));
+  if (!fifo) throw_errno("open " + dir.fifo_path());
 
   auto resources = cgroup::effective_resources(spec.linux);
-  tx.cg->make(&resources);
+  cg.make(&resources);
 
   int ns_flags = linux_ns::new_namespace_flags(spec.linux);
   if (ns_flags & CLONE_NEWTIME) {
@@ -192,31 +166,32 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   // user namespace cannot write the host's cgroup files: the parent
   // attaches it, while the child already does its mounts.
   bool child_joins_itself = !ctx.new_userns;
-  UniqueFd unified = child_joins_itself ? tx.cg->open_unified_dir() : UniqueFd();
-  if (child_joins_itself) ctx.join_cgroup_v1 = &*tx.cg;
+  UniqueFd unified = child_joins_itself ? cg.open_unified_dir() : UniqueFd();
+  if (child_joins_itself) ctx.join_cgroup_v1 = &cg;
 
   // The child must not keep the container lock alive after we exit.
-  int lock_fd = tx.dir->lock_fd();
+  int lock_fd = dir.lock_fd();
   auto cloned = linux_::clone_process(ns_flags, unified.get(), "clone container init");
-  tx.child = cloned.pid;
-  if (tx.child == 0) {
+  if (cloned.pid == 0) {
     ::close(lock_fd);
     parent_end.close();
     ctx.state_json = state::oci_state_json(st, state::Status::Creating).dump();
     container_init(ctx);
   }
+  // The child cloned here is the init, unless it joins a pid namespace:
+  // then it forks the init there (InitPid) and exits.
+  ChildProcess init(cloned.pid);
   child_end.close();
-  tx.init = tx.child;
 
-  if (ctx.new_userns) linux_ns::write_id_maps(tx.child, spec.linux);
+  if (ctx.new_userns) linux_ns::write_id_maps(init.pid(), spec.linux);
   // from here: a child in a new user namespace could raise but not lower it
-  if (spec.process.oom_score_adj) linux_::write_oom_score_adj(*spec.process.oom_score_adj, tx.child);
+  if (spec.process.oom_score_adj) linux_::write_oom_score_adj(*spec.process.oom_score_adj, init.pid());
   if (child_joins_itself) {
-    if (unified && !cloned.in_cgroup) tx.cg->add_process_to_unified(tx.child);
+    if (unified && !cloned.in_cgroup) cg.add_process_to_unified(init.pid());
     parent_end.send(SyncType::Continue);
   } else {
     parent_end.send(SyncType::Continue);
-    tx.cg->add_process(tx.child);
+    cg.add_process(init.pid());
     tell_cgroup_joined(parent_end);
   }
 
@@ -225,15 +200,14 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
     if (!parent_end.receive(msg)) throw Error("container init exited during setup");
     if (msg.type == SyncType::Error) SyncChannel::throw_error(msg);
     if (msg.type == SyncType::InitPid) {
-      tx.init = msg.value;
-      ::waitpid(tx.child, nullptr, 0);  // the intermediate exits after forking
-      tx.child = 0;
+      init.wait();  // the intermediate exits after forking
+      init = ChildProcess(msg.value);
       continue;
     }
     if (msg.type == SyncType::RunRuntimeHooks) {
-      st.pid = tx.init;
-      st.pid_start_time = state::process_start_time(tx.init);
-      tx.dir->save(st);
+      st.pid = init.pid();
+      st.pid_start_time = state::process_start_time(init.pid());
+      dir.save(st);
       std::string state_json = state::oci_state_json(st, state::Status::Creating).dump();
       run_hooks_or_throw(spec.hooks.prestart, "prestart", state_json);
       run_hooks_or_throw(spec.hooks.create_runtime, "createRuntime", state_json);
@@ -244,12 +218,13 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
     throw Error("container setup: unexpected message from init");
   }
 
-  st.pid = tx.init;
-  st.pid_start_time = state::process_start_time(tx.init);
-  tx.dir->save(st);
-  if (!o.pid_file.empty()) write_file_atomic(o.pid_file, std::to_string(tx.init), 0644);
-  tx.committed = true;
-  return Created{tx.init, spec.process.terminal};
+  st.pid = init.pid();
+  st.pid_start_time = state::process_start_time(init.pid());
+  dir.save(st);
+  if (!o.pid_file.empty()) write_file_atomic(o.pid_file, std::to_string(init.pid()), 0644);
+  remove_cgroup.dismiss();
+  remove_dir.dismiss();
+  return Created{init.release(), spec.process.terminal};
 }
 
 }  // namespace crx::container

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <optional>
 
+#include "common/child_process.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "container/init.hpp"
@@ -97,21 +98,6 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   ::_exit(127);
 }
 
-// Kills and reaps a half-started exec on error.
-struct ChildGuard {
-  pid_t helper = 0;
-  pid_t process = 0;
-  bool committed = false;
-  ~ChildGuard() {
-    if (committed) return;
-    for (pid_t p : {process, helper})
-      if (p > 0) {
-        ::kill(p, SIGKILL);
-        ::waitpid(p, nullptr, 0);
-      }
-  }
-};
-
 }  // namespace
 
 nlohmann::json container_config(const GlobalOptions& g, const std::string& id) {
@@ -165,17 +151,18 @@ Executed exec_in_container(const GlobalOptions& g, const ExecOptions& o) {
   ctx.cgroup = cg ? &*cg : nullptr;
   UniqueFd unified = cg ? cg->open_unified_dir() : UniqueFd();
   auto [parent_end, child_end] = SyncChannel::make_pair();
-  ChildGuard guard;
   auto cloned = linux_::clone_process(0, unified.get(), "fork exec helper");
-  guard.helper = cloned.pid;
-  if (guard.helper == 0) {
+  if (cloned.pid == 0) {
     parent_end.close();
     int fd = ::fcntl(child_end.fd(), F_DUPFD_CLOEXEC, 0);  // stays close-on-exec: EOF at execve
     exec_helper(ctx, fd);
   }
+  // Until the process has exec'd, a failure kills and reaps both.
+  ChildProcess helper(cloned.pid);
+  ChildProcess process;
   child_end.close();
   console.reset();
-  if (unified && !cloned.in_cgroup) cg->add_process_to_unified(guard.helper);
+  if (unified && !cloned.in_cgroup) cg->add_process_to_unified(helper.pid());
   parent_end.send(SyncType::Continue);
 
   for (;;) {
@@ -183,17 +170,15 @@ Executed exec_in_container(const GlobalOptions& g, const ExecOptions& o) {
     if (!parent_end.receive(msg)) break;  // EOF: execve happened (or the process died)
     if (msg.type == SyncType::Error) SyncChannel::throw_error(msg);
     if (msg.type == SyncType::InitPid) {
-      guard.process = msg.value;
-      ::waitpid(guard.helper, nullptr, 0);
-      guard.helper = 0;
+      process = ChildProcess(msg.value);
+      helper.wait();  // it exits once it has cloned the process
       continue;
     }
     throw Error("exec: unexpected message from the exec helper");
   }
-  if (guard.process <= 0) throw Error("exec: the process did not start in container " + o.id);
-  if (!o.pid_file.empty()) write_file_atomic(o.pid_file, std::to_string(guard.process), 0644);
-  guard.committed = true;
-  return Executed{guard.process, p.terminal};
+  if (!process.running()) throw Error("exec: the process did not start in container " + o.id);
+  if (!o.pid_file.empty()) write_file_atomic(o.pid_file, std::to_string(process.pid()), 0644);
+  return Executed{process.release(), p.terminal};
 }
 
 }  // namespace crx::container

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "common/child_process.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/retry_eintr.hpp"
@@ -34,13 +35,6 @@ UniqueFd state_memfd(const std::string& state_json) {
   ::fcntl(fd.get(), F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL);
   if (::lseek(fd.get(), 0, SEEK_SET) < 0) throw_errno("hook: lseek state");
   return fd;
-}
-
-std::vector<char*> c_strings(std::vector<std::string>& v) {
-  std::vector<char*> out;
-  for (auto& s : v) out.push_back(s.data());
-  out.push_back(nullptr);
-  return out;
 }
 
 int64_t now_ms() {
@@ -74,43 +68,28 @@ void run_hook(const spec::Hook& hook, const std::string& state_json, const std::
   const std::string who = "hook " + phase + " " + hook.path;
   UniqueFd stdin_fd = state_memfd(state_json);
   int err_pipe[2];
-  if (::pipe2(err_pipe, O_CLOEXEC | O_NONBLOCK) < 0) throw_errno(who + ": pipe");
+  if (::pipe2(err_pipe, O_CLOEXEC) < 0) throw_errno(who + ": pipe");
   UniqueFd err_r(err_pipe[0]), err_w(err_pipe[1]);
+  // Only our end does not block: the hook writes its stderr as usual.
+  if (::fcntl(err_r.get(), F_SETFL, O_NONBLOCK) < 0) throw_errno(who + ": fcntl");
   UniqueFd devnull(::open("/dev/null", O_WRONLY | O_CLOEXEC));
 
-  // Everything execve needs is prepared before fork.
   std::vector<std::string> args = hook.args.empty() ? std::vector<std::string>{hook.path}
                                                      : hook.args;
-  std::vector<std::string> env = hook.env;
-  std::vector<char*> argv = c_strings(args), envp = c_strings(env);
+  SpawnOptions so;
+  so.path = hook.path;
   // Like runc (Go's exec with a nil Env): a hook without env inherits crx's.
-  char** hook_env = hook.env.empty() ? environ : envp.data();
-  int exec_pipe[2];  // carries errno of a failed execve
-  if (::pipe2(exec_pipe, O_CLOEXEC) < 0) throw_errno(who + ": pipe");
-  UniqueFd exec_r(exec_pipe[0]), exec_w(exec_pipe[1]);
-
-  const pid_t pid = ::fork();
-  if (pid < 0) throw_errno(who + ": fork");
-  if (pid == 0) {
-    // Child: async-signal-safe calls only.
-    ::dup2(stdin_fd.get(), 0);
-    if (devnull) ::dup2(devnull.get(), 1);
-    ::dup2(err_w.get(), 2);
-    ::fcntl(2, F_SETFL, ::fcntl(2, F_GETFL) & ~O_NONBLOCK);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::execve(hook.path.c_str(), argv.data(), hook_env);
-    int e = errno;
-    (void)!::write(exec_w.get(), &e, sizeof e);
-    ::_exit(127);
-  }
+  if (!hook.env.empty()) so.env = &hook.env;
+  so.stdin_fd = stdin_fd.get();
+  so.stdout_fd = devnull.get();
+  so.stderr_fd = err_w.get();
+  so.unblock_signals = true;
+  so.exec_error = who + ": execve";
+  ChildProcess child = spawn(args, so);
   err_w.reset();
-  exec_w.reset();
   stdin_fd.reset();
 
-  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, child.pid(), 0)));
   const int64_t deadline = hook.timeout && *hook.timeout > 0
                                ? now_ms() + int64_t{*hook.timeout} * 1000 : -1;
   std::string err_text;
@@ -127,6 +106,7 @@ void run_hook(const spec::Hook& hook, const std::string& state_json, const std::
       wait_ms = static_cast<int>(left);
     }
     if (!pidfd) wait_ms = wait_ms < 0 ? 50 : std::min(wait_ms, 50);  // no pidfd: poll waitpid
+    // EINTR: round the loop again, with the time left to the deadline.
     int rc = ::poll(fds, 2, wait_ms);
     if (rc < 0 && errno != EINTR) throw_errno(who + ": poll");
     if (err_open && fds[1].revents) err_open = drain(err_r.get(), err_text);
@@ -134,19 +114,21 @@ void run_hook(const spec::Hook& hook, const std::string& state_json, const std::
       if (fds[0].revents) break;
     } else {
       siginfo_t si{};
-      if (::waitid(P_PID, pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == pid) break;
+      if (::waitid(P_PID, child.pid(), &si, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+          si.si_pid == child.pid())
+        break;
     }
   }
-  if (timed_out) ::kill(pid, SIGKILL);
   int status = 0;
-  retry_eintr([&] { return ::waitpid(pid, &status, 0); });
+  if (timed_out) {
+    child.kill_and_wait();
+  } else {
+    status = child.wait();
+  }
   drain(err_r.get(), err_text);  // what the hook wrote before exiting
 
   if (timed_out)
     throw Error(who + " timed out after " + std::to_string(*hook.timeout) + "s");
-  int exec_errno = 0;
-  if (::read(exec_r.get(), &exec_errno, sizeof exec_errno) == sizeof exec_errno)
-    throw_errno(who + ": execve", exec_errno);
   if (WIFSIGNALED(status)) {
     const char* abbrev = sigabbrev_np(WTERMSIG(status));
     throw Error(who + " killed by signal " +

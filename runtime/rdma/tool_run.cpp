@@ -7,7 +7,7 @@
 
 #include <cerrno>
 
-#include "checkpoint/child_process.hpp"
+#include "common/child_process.hpp"
 #include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
 #include "rdma/rdma_error.hpp"
@@ -27,7 +27,7 @@ UniqueFd pipe_pair(UniqueFd& write_end, const std::string& tool) {
 bool ToolResult::ok() const { return WIFEXITED(status) && WEXITSTATUS(status) == 0; }
 
 std::string ToolResult::failure() const {
-  std::string why = checkpoint::describe_wait_status(status);
+  std::string why = describe_wait_status(status);
   std::string e = err;
   while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.pop_back();
   auto nl = e.rfind('\n');
@@ -39,9 +39,12 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
   UniqueFd out_w, err_w;
   UniqueFd out_r = pipe_pair(out_w, argv.at(0));
   UniqueFd err_r = pipe_pair(err_w, argv.at(0));
-  checkpoint::ChildProcess child;
+  ChildProcess child;
   try {
-    child = checkpoint::spawn(argv, {}, false, -1, out_w.get(), err_w.get());
+    SpawnOptions o;
+    o.stdout_fd = out_w.get();
+    o.stderr_fd = err_w.get();
+    child = spawn(argv, o);
   } catch (const Error& e) {
     throw RdmaError(RdmaCause::ToolFailed, e.what(), e.sys_errno());
   }
@@ -58,10 +61,10 @@ ToolResult run_tool(const std::vector<std::string>& argv) {
     }
     for (int i = 0; i < 2; ++i) {
       if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      ssize_t n = ::read(p[i].fd, buf, sizeof buf);
+      ssize_t n = retry_eintr([&] { return ::read(p[i].fd, buf, sizeof buf); });
       if (n > 0) {
         sinks[i]->append(buf, static_cast<size_t>(n));
-      } else if (n == 0 || errno != EINTR) {
+      } else {
         p[i].fd = -1;
         --open;
       }

@@ -18,6 +18,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/retry_eintr.hpp"
 #include "cgroup/cgroup.hpp"
 #include "cgroup/bpf_devices.hpp"
 
@@ -64,8 +65,7 @@ class Child {
     if (pid_ == 0) {
       ::close(p[1]);
       char c;
-      while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
-      }
+      crx::retry_eintr([&] { return ::read(p[0], &c, 1); });
       ::_exit(body());
     }
     ::close(p[0]);

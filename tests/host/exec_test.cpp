@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "common/retry_eintr.hpp"
 #include "harness.hpp"
 
 namespace crx::test {
@@ -227,14 +228,9 @@ std::pair<std::string, int> foreground_tty_exec(const std::string& id, const std
   std::string seen;
   char buf[65536];
   for (;;) {  // until every slave fd is closed (EIO): crx has exited
-    ssize_t n = ::read(outer, buf, sizeof buf);
-    if (n > 0) {
-      seen.append(buf, static_cast<size_t>(n));
-    } else if (n < 0 && errno == EINTR) {
-      continue;
-    } else {
-      break;
-    }
+    ssize_t n = crx::retry_eintr([&] { return ::read(outer, buf, sizeof buf); });
+    if (n <= 0) break;
+    seen.append(buf, static_cast<size_t>(n));
   }
   ::close(outer);
   return {seen, wait_status_of(crx)};

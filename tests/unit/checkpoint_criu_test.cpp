@@ -3,7 +3,6 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "checkpoint/child_process.hpp"
 #include "checkpoint/criu_options.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "common/error.hpp"
@@ -75,27 +74,6 @@ TEST(CheckpointCriu, CriuThatExitsWithoutAnsweringIsReported) {
         << e.what();
   }
   set_criu_binary("criu");
-}
-
-TEST(CheckpointCriu, SpawnKeepsOnlyTheFdsAskedFor) {
-  int keep[2], drop[2];
-  ASSERT_EQ(::pipe2(keep, O_CLOEXEC), 0);
-  ASSERT_EQ(::pipe2(drop, O_CLOEXEC), 0);
-  std::string script = "test -e /proc/self/fd/" + std::to_string(keep[1]) +
-                       " && ! test -e /proc/self/fd/" + std::to_string(drop[1]);
-  auto child = spawn({"sh", "-c", script}, {keep[1]});
-  int status = child.wait();
-  EXPECT_EQ(describe_wait_status(status), "exited with status 0");
-  for (int fd : {keep[0], keep[1], drop[0], drop[1]}) ::close(fd);
-}
-
-TEST(CheckpointCriu, ChildIsKilledAndReapedWhenDropped) {
-  pid_t pid;
-  {
-    auto child = spawn({"sleep", "100"}, {});
-    pid = child.pid();
-  }
-  EXPECT_NE(::kill(pid, 0), 0);  // gone, not a zombie
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 
 #include "checkpoint/restore_guard.hpp"
 #include "common/fs.hpp"
+#include "common/retry_eintr.hpp"
 #include "../support/reap.hpp"
 
 namespace {
@@ -37,8 +38,7 @@ pid_t titled_sleeper(const std::string& title) {
   }
   ::close(p[1]);
   char c;
-  while (::read(p[0], &c, 1) < 0 && errno == EINTR) {
-  }
+  crx::retry_eintr([&] { return ::read(p[0], &c, 1); });
   ::close(p[0]);
   return pid;
 }

@@ -58,7 +58,8 @@ class Receiver {
   MigrationReport run() {
     try {
       clock_.begin("authenticate");
-      AuthPeer who = authenticate_as_server(conn_, *o_.key);
+      AuthPeer who = authenticate_as_server(conn_, *o_.key, o_.wire);
+      rep_.security = wire_security_name(o_.wire);
       if (who.channel != "control") throw Error("expected a control connection, got " + who.channel);
       session_ = who.session;
       clock_.begin("manifest");
@@ -178,12 +179,14 @@ class Receiver {
     FrameConn pc(std::move(fd), "page channel " + peer);
     pc.set_timeout(o_.timeout);
     detect_dead_peer(pc.fd(), o_.timeout);
-    AuthPeer who = authenticate_as_server(pc, *o_.key);
+    AuthPeer who = authenticate_as_server(pc, *o_.key, o_.wire);
     if (who.channel != "pages" || who.session != session_) {
       pc.send_error_quietly("busy: another migration is in progress");
       throw Error("a connection from " + peer + " arrived where the page channel was expected");
     }
-    return pc.release_fd();
+    UniqueFd channel = pc.release_fd();  // TLS: now kernel TLS
+    if (o_.wire == WireSecurity::Tls) rep_.security = "tls+ktls";
+    return channel;
   }
 
   void restore(const std::string& images_dir) {

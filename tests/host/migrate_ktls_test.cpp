@@ -1,0 +1,147 @@
+// The page channel in kernel TLS (runtime/migrate/kernel_tls.hpp) over
+// real TCP on loopback: after the handshake both ends hand the socket to
+// the kernel, plain read()/write() (what CRIU does) carry clear text, and a
+// byte altered on the wire fails the kernel's check. Skipped where the
+// kernel has no tls module (the guests have it: tests/vm/test_host_suite.py
+// runs this suite there).
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <future>
+#include <string>
+
+#include "../unit/tamper_relay.hpp"
+#include "common/error.hpp"
+#include "migrate/auth.hpp"
+#include "migrate/kernel_tls.hpp"
+#include "migrate/net.hpp"
+
+#ifndef SOL_TLS
+#define SOL_TLS 282
+#endif
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+
+namespace {
+
+using namespace crx::migrate;
+using namespace std::chrono_literals;
+
+const SharedKey& key() {
+  static SharedKey k = SharedKey::from_bytes("0123456789abcdef-ktls-test-key");
+  return k;
+}
+
+struct PageChannel {
+  crx::UniqueFd sender, receiver;
+  std::unique_ptr<crx::test::TamperRelay> relay;
+};
+
+// sender -> relay -> receiver over TCP, authenticated as a "pages" channel
+// with TLS and handed over (FrameConn::release_fd) on both ends.
+PageChannel page_channel() {
+  TcpListener server(parse_host_port("127.0.0.1:0"));
+  TcpListener relay_in(parse_host_port("127.0.0.1:0"));
+  PageChannel pc;
+  auto relay = std::async(std::launch::async, [&] {
+    crx::UniqueFd near = relay_in.accept(10s);
+    crx::UniqueFd far = connect_tcp(parse_host_port("127.0.0.1:" + std::to_string(server.port())), 5s);
+    pc.relay = std::make_unique<crx::test::TamperRelay>(std::move(near), std::move(far));
+  });
+  auto rx = std::async(std::launch::async, [&] {
+    FrameConn c(server.accept(10s), "sender");
+    c.set_timeout(5s);
+    AuthPeer who = authenticate_as_server(c, key(), WireSecurity::Tls);
+    EXPECT_EQ(who.channel, "pages");
+    return c.release_fd();
+  });
+  FrameConn c(connect_tcp(parse_host_port("127.0.0.1:" + std::to_string(relay_in.port())), 5s),
+              "receiver");
+  c.set_timeout(5s);
+  authenticate_as_client(c, key(), "pages", "5e55", WireSecurity::Tls);
+  pc.sender = c.release_fd();
+  pc.receiver = rx.get();
+  relay.get();
+  return pc;
+}
+
+std::string ulp(int fd) {
+  char name[16] = {};
+  socklen_t len = sizeof name;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_ULP, name, &len) != 0) return "";
+  return name;
+}
+
+bool kernel_has(int fd, int direction) {
+  char info[64];
+  socklen_t len = sizeof info;
+  return ::getsockopt(fd, SOL_TLS, direction, info, &len) == 0;
+}
+
+#define SKIP_WITHOUT_KTLS()                                            \
+  do {                                                                 \
+    std::string why;                                                   \
+    if (!kernel_tls_available(&why)) GTEST_SKIP() << "no kernel TLS: " << why; \
+  } while (0)
+
+TEST(MigrateKernelTls, BothEndsOfThePageChannelRunInTheKernel) {
+  SKIP_WITHOUT_KTLS();
+  PageChannel pc = page_channel();
+  for (int fd : {pc.sender.get(), pc.receiver.get()}) {
+    EXPECT_EQ(ulp(fd), "tls");
+    EXPECT_TRUE(kernel_has(fd, 1 /* TLS_TX */)) << "sending key not in the kernel";
+    EXPECT_TRUE(kernel_has(fd, 2 /* TLS_RX */)) << "receiving key not in the kernel";
+  }
+  // What CRIU does: plain write() and read() on the fds, both ways.
+  std::string pages(256 * 1024, '\0');
+  for (size_t i = 0; i < pages.size(); ++i) pages[i] = static_cast<char>(i * 7);
+  auto writer = std::async(std::launch::async, [&] {
+    size_t off = 0;
+    while (off < pages.size()) {
+      ssize_t n = ::write(pc.sender.get(), pages.data() + off, pages.size() - off);
+      if (n <= 0) return false;
+      off += static_cast<size_t>(n);
+    }
+    return true;
+  });
+  std::string got(pages.size(), '\0');
+  size_t off = 0;
+  while (off < got.size()) {
+    ssize_t n = ::read(pc.receiver.get(), got.data() + off, got.size() - off);
+    ASSERT_GT(n, 0) << std::strerror(errno);
+    off += static_cast<size_t>(n);
+  }
+  EXPECT_TRUE(writer.get());
+  EXPECT_EQ(got, pages);
+  // More than the pages crossed the relay: records, each with its tag.
+  EXPECT_GT(pc.relay->forwarded(), pages.size());
+  ASSERT_EQ(::write(pc.receiver.get(), "ack!", 4), 4);
+  char ack[4];
+  ASSERT_EQ(::read(pc.sender.get(), ack, 4), 4);
+  EXPECT_EQ(std::string(ack, 4), "ack!");
+}
+
+TEST(MigrateKernelTls, AFlippedByteInThePageStreamFailsTheKernelsCheck) {
+  SKIP_WITHOUT_KTLS();
+  PageChannel pc = page_channel();
+  pc.relay->tamper_at(pc.relay->forwarded() + 1000, crx::test::TamperRelay::Action::Flip);
+  std::string pages(64 * 1024, 'p');
+  auto writer = std::async(std::launch::async, [&] {
+    (void)::write(pc.sender.get(), pages.data(), pages.size());
+  });
+  char buf[65536];
+  ssize_t n;
+  size_t total = 0;
+  while ((n = ::read(pc.receiver.get(), buf, sizeof buf)) > 0) total += static_cast<size_t>(n);
+  EXPECT_EQ(n, -1);
+  EXPECT_EQ(errno, EBADMSG) << std::strerror(errno);
+  EXPECT_LT(total, pages.size()) << "the altered record was delivered";
+  pc.receiver.reset();
+  writer.get();
+}
+
+}  // namespace

@@ -162,7 +162,10 @@ void TlsSession::fail(const char* what, int ssl_error) {
                     " does not know the migration key (check the key file on both hosts)",
                 Cause::Permission);
   }
-  if (reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR && std::strcmp(what, "handshake") == 0) {
+  // OpenSSL's server answers a bad PSK binder with illegal_parameter
+  // (3.0) or decrypt_error: in this PSK-only handshake, the key differs.
+  if ((reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR || reason == SSL_R_SSLV3_ALERT_ILLEGAL_PARAMETER) &&
+      role_ == Role::Client && std::strcmp(what, "handshake") == 0) {
     throw Error("authentication failed: the receiver at " + peer_ +
                     " refused our key (check the key file on both hosts)",
                 Cause::Permission);

@@ -16,11 +16,13 @@ struct Cli {
   std::string log_path;
   std::string log_format = "text";
   bool debug = false;
+  std::string criu_path;  // --criu, --rootless: accepted for runc compatibility
+  std::string rootless;
   // Set by the chosen subcommand's callback; returns the exit status.
   std::function<int()> action;
 };
 
-// Each command file defines one of these; main.cpp calls them all.
+// Each command file defines one of these; commands.cpp lists them all.
 void register_create(Cli&);
 void register_start(Cli&);
 void register_run(Cli&);
@@ -36,11 +38,22 @@ void register_pause(Cli&);
 void register_resume(Cli&);
 void register_update(Cli&);
 void register_events(Cli&);
-void register_extra_commands(Cli&);  // later commands (exec, ps, ...) hook in here
 
-// crx (not crx-migrate): exec crx-migrate with the same argv if the
-// subcommand is one of those it alone has; returns otherwise.
+// Exec crx-migrate with the same argv if the subcommand is a migration
+// command this executable does not have (in crx); returns otherwise.
 void forward_if_elsewhere(const std::vector<std::string>& args, char** argv);
+
+// crx's global flags (--root, --log, ..., -v/--version). args: the
+// normalized command line, kept by the caller (--version reads --criu).
+void add_global_options(Cli& cli, const std::vector<std::string>& args);
+
+// Adds the subcommand being run (all of them for help and errors).
+void register_commands(Cli& cli, const std::vector<std::string>& args);
+
+// Whether a flag (long or short name, no dashes) of a command ("" for a
+// global flag) takes a value; nullopt for a flag dispatch.cpp's table
+// does not know.
+std::optional<bool> flag_takes_value(const std::string& name, const std::string& command);
 
 // Index in normalized args of the subcommand name, if there is one.
 std::optional<size_t> subcommand_index(const std::vector<std::string>& args);

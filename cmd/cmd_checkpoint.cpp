@@ -3,12 +3,13 @@
 
 #include "checkpoint/container_checkpoint.hpp"
 #include "cli.hpp"
+#include "commands.hpp"
 #include "cmd_criu_flags.hpp"
 
 namespace crx::cmd {
 
 void register_checkpoint(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("checkpoint", "checkpoint a running container (CRIU)");
+  auto* sub = add_command(cli, "checkpoint");
   auto id = std::make_shared<std::string>();
   auto r = std::make_shared<checkpoint::CheckpointRequest>();
   auto f = std::make_shared<CriuFlagArgs>();

@@ -1,5 +1,6 @@
 // crx create --bundle B [--pid-file F] [--console-socket S] ID
 #include "cli.hpp"
+#include "commands.hpp"
 #include "container/create.hpp"
 
 namespace crx::cmd {
@@ -15,7 +16,7 @@ void add_create_flags(CLI::App* sub, container::CreateOptions& o) {
 }
 
 void register_create(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("create", "create a container");
+  auto* sub = add_command(cli, "create");
   auto o = std::make_shared<container::CreateOptions>();
   add_create_flags(sub, *o);
   sub->callback([&cli, o] {

@@ -49,7 +49,5 @@ void register_restore(Cli& cli);
 void register_migrate(Cli& cli);
 void register_receive(Cli& cli);
 void register_rdma(Cli& cli);  // cmd_rdma.cpp (not a CRIU command, but crx-migrate's)
-// All of them; the one call main.cpp needs.
-void register_migration_commands(Cli& cli);
 
 }  // namespace crx::cmd

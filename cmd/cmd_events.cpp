@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "container/events.hpp"
 
 namespace crx::cmd {
@@ -14,7 +15,7 @@ void register_events(Cli& cli) {
     std::string interval = "5s";
     bool stats = false;
   };
-  auto* sub = cli.app.add_subcommand("events", "stats and OOM events of a container, as JSON lines");
+  auto* sub = add_command(cli, "events");
   auto a = std::make_shared<Args>();
   sub->add_option("--interval", a->interval, "stats interval (Go duration, default 5s)");
   sub->add_flag("--stats", a->stats, "print one stats event and exit");

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "common/error.hpp"
 #include "container/exec.hpp"
 #include "container/exec_process.hpp"
@@ -66,7 +67,7 @@ int run_exec(Cli& cli, CLI::App* sub, ExecArgs& a) {
 }  // namespace
 
 void register_exec(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("exec", "execute a new process inside a running container");
+  auto* sub = add_command(cli, "exec");
   auto a = std::make_shared<ExecArgs>();
   sub->add_option("-p,--process", a->process_file, "path to a process.json (OCI Process object)");
   sub->add_flag("-t,--tty", a->over.tty, "allocate a pseudo-TTY");

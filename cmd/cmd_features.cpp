@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "linux/capabilities.hpp"
 
 namespace crx::cmd {
@@ -47,7 +48,7 @@ nlohmann::json features() {
 }  // namespace
 
 void register_features(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("features", "print what this runtime supports (JSON)");
+  auto* sub = add_command(cli, "features");
   sub->callback([&cli] {
     cli.action = [] {
       std::printf("%s\n", features().dump(4).c_str());
@@ -55,8 +56,5 @@ void register_features(Cli& cli) {
     };
   });
 }
-
-void __attribute__((weak)) register_extra_commands(Cli&) {}
-void __attribute__((weak)) forward_if_elsewhere(const std::vector<std::string>&, char**) {}
 
 }  // namespace crx::cmd

@@ -2,12 +2,13 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "container/lifecycle.hpp"
 
 namespace crx::cmd {
 
 void register_start(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("start", "start a created container");
+  auto* sub = add_command(cli, "start");
   auto id = std::make_shared<std::string>();
   sub->add_option("id", *id, "container id")->required();
   sub->callback([&cli, id] {
@@ -19,7 +20,7 @@ void register_start(Cli& cli) {
 }
 
 void register_state(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("state", "print the state of a container");
+  auto* sub = add_command(cli, "state");
   auto id = std::make_shared<std::string>();
   sub->add_option("id", *id, "container id")->required();
   sub->callback([&cli, id] {
@@ -36,7 +37,7 @@ void register_kill(Cli& cli) {
     std::string signal = "SIGTERM";
     bool all = false;
   };
-  auto* sub = cli.app.add_subcommand("kill", "send a signal to the container's init (or all its processes)");
+  auto* sub = add_command(cli, "kill");
   auto a = std::make_shared<Args>();
   sub->add_flag("-a,--all", a->all, "signal every process of the container");
   sub->add_option("id", a->id, "container id")->required();
@@ -50,7 +51,7 @@ void register_kill(Cli& cli) {
 }
 
 void register_delete(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("delete", "delete a container");
+  auto* sub = add_command(cli, "delete");
   auto id = std::make_shared<std::string>();
   auto force = std::make_shared<bool>(false);
   sub->add_flag("-f,--force", *force, "kill the container first if it is running");

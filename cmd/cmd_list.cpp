@@ -3,6 +3,7 @@
 #include <ctime>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "container/lifecycle.hpp"
 
 namespace crx::cmd {
@@ -12,7 +13,7 @@ void register_list(Cli& cli) {
     std::string format = "table";
     bool quiet = false;
   };
-  auto* sub = cli.app.add_subcommand("list", "list containers");
+  auto* sub = add_command(cli, "list");
   auto a = std::make_shared<Args>();
   sub->add_option("-f,--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   sub->add_flag("-q,--quiet", a->quiet, "print only ids");

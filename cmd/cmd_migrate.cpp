@@ -9,6 +9,7 @@
 
 #include "checkpoint/criu_rpc.hpp"
 #include "cli.hpp"
+#include "commands.hpp"
 #include "cmd_criu_flags.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -44,7 +45,7 @@ struct MigrateArgs {
 }  // namespace
 
 void register_migrate(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("migrate", "live-migrate a container to `crx receive` on another host");
+  auto* sub = add_command(cli, "migrate");
   auto a = std::make_shared<MigrateArgs>();
   sub->add_option("id", a->id, "container id")->required();
   sub->add_option("--to", a->to, "HOST:PORT of the receiver")->required();

@@ -2,12 +2,13 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "container/pause.hpp"
 
 namespace crx::cmd {
 
 void register_pause(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("pause", "suspend all processes of a container (cgroup freezer)");
+  auto* sub = add_command(cli, "pause");
   auto id = std::make_shared<std::string>();
   sub->add_option("id", *id, "container id")->required();
   sub->callback([&cli, id] {
@@ -19,7 +20,7 @@ void register_pause(Cli& cli) {
 }
 
 void register_resume(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("resume", "resume all processes of a paused container");
+  auto* sub = add_command(cli, "resume");
   auto id = std::make_shared<std::string>();
   sub->add_option("id", *id, "container id")->required();
   sub->callback([&cli, id] {

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "common/error.hpp"
 #include "container/ps.hpp"
 
@@ -41,7 +42,7 @@ void register_ps(Cli& cli) {
     std::string id;
     std::string format = "table";
   };
-  auto* sub = cli.app.add_subcommand("ps", "list the processes of a container; extra args go to ps(1)");
+  auto* sub = add_command(cli, "ps");
   auto a = std::make_shared<Args>();
   sub->add_option("-f,--format", a->format, "table or json")->check(CLI::IsMember({"table", "json"}));
   sub->add_option("id", a->id, "container id")->required();

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "cmd_criu_flags.hpp"
 #include "migrate/config.hpp"
 #include "rdma/rdma_config.hpp"
@@ -15,8 +16,7 @@
 namespace crx::cmd {
 
 void register_rdma(Cli& cli) {
-  auto* sub = cli.app.add_subcommand(
-      "rdma", "set up and show this node's SoftRoCE for migration (crx's rdma_rxe)");
+  auto* sub = add_command(cli, "rdma");
   sub->require_subcommand(1);
   auto config = std::make_shared<std::string>(migrate::kDefaultConfigPath);
   auto* setup = sub->add_subcommand(

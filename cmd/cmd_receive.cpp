@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "cmd_criu_flags.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -53,7 +54,7 @@ struct ReceiveArgs {
 }  // namespace
 
 void register_receive(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("receive", "receive live-migrated containers");
+  auto* sub = add_command(cli, "receive");
   auto a = std::make_shared<ReceiveArgs>();
   sub->add_option("--listen", a->listen, "ADDR:PORT to listen on");
   sub->add_option("--config", a->config, "config file (default /etc/crx/config.yaml)");
@@ -127,22 +128,5 @@ void register_receive(Cli& cli) {
     };
   });
 }
-
-void register_migration_commands(Cli& cli) {
-  register_checkpoint(cli);
-  register_restore(cli);
-  register_migrate(cli);
-  register_receive(cli);
-  register_rdma(cli);
-}
-
-}  // namespace crx::cmd
-
-namespace crx::cmd {
-
-// main.cpp's hook for later commands (weak default in cmd_features.cpp).
-// If another command file needs the hook too, main.cpp should call
-// register_migration_commands() directly instead.
-void register_extra_commands(Cli& cli) { register_migration_commands(cli); }
 
 }  // namespace crx::cmd

@@ -10,12 +10,13 @@
 
 #include "common/retry_eintr.hpp"
 #include "cli.hpp"
+#include "commands.hpp"
 #include "cmd_criu_flags.hpp"
 
 namespace crx::cmd {
 
 void register_restore(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("restore", "restore a container from a checkpoint (CRIU)");
+  auto* sub = add_command(cli, "restore");
   auto id = std::make_shared<std::string>();
   auto r = std::make_shared<checkpoint::RestoreRequest>();
   auto f = std::make_shared<CriuFlagArgs>();

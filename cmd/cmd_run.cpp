@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "foreground.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -71,7 +72,7 @@ int run_foreground(Cli& cli, RunArgs& a) {
 }  // namespace
 
 void register_run(Cli& cli) {
-  auto* sub = cli.app.add_subcommand("run", "create and start a container");
+  auto* sub = add_command(cli, "run");
   auto a = std::make_shared<RunArgs>();
   add_create_flags(sub, a->create);
   sub->add_flag("-d,--detach", a->detach, "do not wait for the container");

@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "spec/spec.hpp"
@@ -13,7 +14,7 @@ void register_spec(Cli& cli) {
     std::string bundle = ".";
     bool rootless = false;
   };
-  auto* sub = cli.app.add_subcommand("spec", "write a default config.json");
+  auto* sub = add_command(cli, "spec");
   auto a = std::make_shared<Args>();
   sub->add_option("-b,--bundle", a->bundle, "directory to write config.json into");
   sub->add_flag("--rootless", a->rootless, "a spec for a rootless container");

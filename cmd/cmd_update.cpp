@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.hpp"
+#include "commands.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "container/update.hpp"
@@ -38,7 +39,7 @@ void register_update(Cli& cli) {
     container::UpdateFlags f;
     std::string l3_cache_schema, mem_bw_schema;
   };
-  auto* sub = cli.app.add_subcommand("update", "update the resource limits of a container");
+  auto* sub = add_command(cli, "update");
   auto a = std::make_shared<Args>();
   auto& f = a->f;
   sub->add_option("-r,--resources", a->resources, "LinuxResources JSON file, or - for stdin");

@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 
 namespace crx::checkpoint {
 namespace {

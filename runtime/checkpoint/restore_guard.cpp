@@ -20,7 +20,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 
 namespace crx::checkpoint {
 namespace {
@@ -203,6 +203,10 @@ void record_restoring_cgroup(const std::string& state_dir, const std::string& sa
 
 void forget_restoring_cgroup(const std::string& state_dir) {
   ::unlink((state_dir + kRestoringCgroup).c_str());
+}
+
+std::optional<std::string> restoring_cgroup(const std::string& state_dir) {
+  return read_file_if_present(state_dir + kRestoringCgroup);
 }
 
 std::vector<std::string> remove_unfinished_restore(const std::string& state_dir,

@@ -21,6 +21,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ int kill_restore_leftovers(const RestoreLeftovers& l);
 // saved: a restore that never finished is found by it.
 void record_restoring_cgroup(const std::string& state_dir, const std::string& saved_cgroup);
 void forget_restoring_cgroup(const std::string& state_dir);
+// The record record_restoring_cgroup() left in state_dir, if any (for
+// `crx delete --force` of a container whose restore was killed).
+std::optional<std::string> restoring_cgroup(const std::string& state_dir);
 
 // For a restore whose restorer died (the next `crx receive`): kills the
 // tasks in the cgroup recorded in state_dir (none when state_dir is empty

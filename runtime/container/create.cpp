@@ -19,10 +19,11 @@
 #include "container/hooks_runner.hpp"
 #include "container/init.hpp"
 #include "container/sync.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "linux/clone.hpp"
 #include "linux/console.hpp"
 #include "linux/fds.hpp"
+#include "linux/lsm.hpp"
 #include "linux/sysctl.hpp"
 #include "linux/namespaces.hpp"
 #include "linux/rlimits.hpp"
@@ -53,13 +54,13 @@ void check_spec_is_runnable(const spec::Spec& spec, const std::string& rootfs) {
   if (::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     throw Error("rootfs " + rootfs + " does not exist or is not a directory");
   if (spec.process.args.empty()) throw Error("config.json: .process.args: must not be empty");
-  const auto* mnt = spec.linux.find_namespace("mount");
-  if (!mnt) throw Error("config.json: .linux.namespaces: a mount namespace is required");
-  if (!spec.hostname.empty()) {
-    const auto* uts = spec.linux.find_namespace("uts");
-    if (!uts || !uts->path.empty())
-      throw Error("config.json: .hostname: needs a new uts namespace");
-  }
+  // Without a mount namespace the container is chrooted into its rootfs in
+  // the caller's mount namespace (as runc), where nothing is remounted.
+  if (!spec.linux.find_namespace("mount") && spec.root.readonly)
+    log::warn("config.json: .root.readonly: ignored without a mount namespace (as runc does)");
+  linux_::check_host_support(spec);
+  // .hostname with a uts namespace joined by path sets the hostname of that
+  // namespace, as runc does; without any uts namespace parse_spec refuses it.
   const auto* user = spec.linux.find_namespace("user");
   if (user && user->path.empty() && (spec.linux.uid_mappings.empty() || spec.linux.gid_mappings.empty()))
     throw Error("config.json: .linux.uidMappings/gidMappings: required with a new user namespace");
@@ -120,6 +121,10 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   std::string rootfs = spec.root.path;
   if (rootfs.empty() || rootfs[0] != '/') rootfs = bundle + "/" + rootfs;
   check_spec_is_runnable(spec, rootfs);
+  // refused by runc's spec conversion too, in the same words
+  if (o.no_pivot && (spec.linux.rootfs_propagation == "private" || spec.linux.rootfs_propagation == "rprivate"))
+    throw Error("config.json: .linux.rootfsPropagation: rootfsPropagation of [r]private is not safe "
+                "without pivot_root (--no-pivot)", Cause::Invalid);
   if (spec.process.terminal && o.console_socket.empty() && o.own_console_fd < 0)
     throw Error("cannot allocate tty if runc will detach without setting console socket");
   if (!spec.process.terminal && !o.console_socket.empty())

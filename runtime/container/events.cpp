@@ -11,7 +11,7 @@
 
 #include "common/error.hpp"
 #include "container/lifecycle.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "state/store.hpp"
 
 namespace crx::container {

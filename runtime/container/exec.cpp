@@ -17,7 +17,7 @@
 #include "container/lifecycle.hpp"
 #include "container/process_setup.hpp"
 #include "container/sync.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "linux/clone.hpp"
 #include "linux/console.hpp"
 #include "linux/fds.hpp"

@@ -112,6 +112,7 @@ void run_init(const InitContext& ctx, SyncChannel& sync) {
 
   set_hostnames(spec);
   rootfs::Options ro{ctx.rootfs, ctx.bundle, ctx.no_pivot, ctx.new_userns, ctx.new_cgroupns, enter_cgroup};
+  ro.mount_namespace = spec.linux.find_namespace("mount") != nullptr;
   rootfs::prepare_rootfs(spec, ro);
   enter_cgroup();
 
@@ -125,7 +126,10 @@ void run_init(const InitContext& ctx, SyncChannel& sync) {
   if (spec.process.terminal) attach_console(ctx.console_fd, spec.process);
   // before finish_rootfs: /proc/sys is usually made read-only there
   linux_::apply_sysctls(spec.linux.sysctl);
-  rootfs::finish_rootfs(spec);
+  // As runc: without a mount namespace nothing is remounted (a read-only
+  // root would be the caller's "/"); masked and read-only paths are refused
+  // at parse time then.
+  if (ro.mount_namespace) rootfs::finish_rootfs(spec);
 
   std::string exe = find_executable(spec.process.args.at(0), spec.process.env);
   if (::chdir(spec.process.cwd.c_str()) != 0)

@@ -6,7 +6,7 @@
 
 #include "common/unique_fd.hpp"
 #include "container/sync.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "linux/seccomp.hpp"
 #include "spec/spec.hpp"
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -12,10 +13,12 @@
 #include <optional>
 #include <thread>
 
+#include "checkpoint/restore_guard.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "container/hooks_runner.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
+#include "linux/paths.hpp"
 #include "spec/spec.hpp"
 
 namespace crx::container {
@@ -32,12 +35,36 @@ std::optional<cgroup::Cgroup> load_cgroup(const state::ContainerState& st) {
   }
 }
 
-spec::Hooks saved_hooks(const state::ContainerState& st) {
-  if (!st.config.is_object()) return {};
+std::optional<spec::Spec> saved_spec(const state::ContainerState& st) {
+  if (!st.config.is_object()) return std::nullopt;
   try {
-    return spec::parse_spec(st.config, "state.json config").hooks;
+    return spec::parse_spec(st.config, "state.json config");
   } catch (const std::exception&) {
-    return {};
+    return std::nullopt;
+  }
+}
+
+spec::Hooks saved_hooks(const state::ContainerState& st) {
+  auto s = saved_spec(st);
+  return s ? s->hooks : spec::Hooks{};
+}
+
+// A container without a mount namespace had its mounts made in ours, below
+// its rootfs (as runc does, which leaves them there): they go with it, last
+// made first. A destination that is no mount point (any more) is skipped.
+void detach_mounts_made_outside(const state::ContainerState& st) {
+  auto s = saved_spec(st);
+  if (!s || s->linux.find_namespace("mount") || st.rootfs.empty()) return;
+  for (auto m = s->mounts.rbegin(); m != s->mounts.rend(); ++m) {
+    std::string path;
+    try {
+      path = paths::secure_join(st.rootfs, m->destination);
+    } catch (const Error& e) {
+      log::warn("container " + st.id + ": " + e.what());
+      continue;
+    }
+    if (::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL && errno != ENOENT)
+      log::warn("container " + st.id + ": unmount " + path + ": " + std::strerror(errno));
   }
 }
 
@@ -136,6 +163,31 @@ std::optional<state::StateDir> open_for_delete(const GlobalOptions& g, const std
   }
 }
 
+// A restore killed before it saved state.json leaves the cgroup it made
+// recorded in the state dir (checkpoint/restore_guard.hpp), and in it the
+// tasks CRIU had restored so far, stopped or frozen: kill them, remove the
+// cgroup, then the record. A cgroup that cannot be removed throws and keeps
+// the record, so that another delete --force finds it again.
+void remove_restoring_cgroup(const state::StateDir& dir) {
+  auto saved = checkpoint::restoring_cgroup(dir.path());
+  if (!saved) return;
+  std::optional<cgroup::Cgroup> cg;
+  try {
+    cg = cgroup::Cgroup::load(nlohmann::json::parse(*saved));
+  } catch (const std::exception& e) {
+    log::warn("container " + dir.id() + ": the cgroup record of its restore is unreadable (" +
+              dir.path() + "/restore-cgroup.json): " + e.what());
+    return;
+  }
+  checkpoint::RestoreLeftovers leftovers;
+  for (const auto& [ctrl, cdir] : cg->dirs()) leftovers.cgroup_dirs.push_back(cdir);
+  // No title: the images dir is not known here; a task CRIU had forked but
+  // not yet moved into the cgroup is the next `crx receive`'s to find.
+  checkpoint::kill_restore_leftovers(leftovers);
+  cg->destroy();
+  checkpoint::forget_restoring_cgroup(dir.path());
+}
+
 }  // namespace
 
 void delete_container(const GlobalOptions& g, const std::string& id, bool force) {
@@ -154,6 +206,7 @@ void delete_container(const GlobalOptions& g, const std::string& id, bool force)
   }
   if (!have_state) {
     if (!force) throw Error("container " + id + " does not exist (incomplete state; use delete --force)");
+    remove_restoring_cgroup(dir);
     dir.remove();
     return;
   }
@@ -171,6 +224,7 @@ void delete_container(const GlobalOptions& g, const std::string& id, bool force)
     }
     wait_gone(st.pid, st.pid_start_time);
   }
+  detach_mounts_made_outside(st);
   if (cg) cg->destroy();
   std::string state_json = state::oci_state_json(st, state::Status::Stopped).dump();
   dir.remove();

@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "common/error.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "state/store.hpp"
 
 namespace crx::container {

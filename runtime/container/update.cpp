@@ -6,7 +6,7 @@
 
 #include "common/error.hpp"
 #include "container/lifecycle.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
 

@@ -1,6 +1,7 @@
 #include "linux/process_security.hpp"
 
 #include "linux/capabilities.hpp"
+#include "linux/lsm.hpp"
 #include "linux/rlimits.hpp"
 #include "linux/user.hpp"
 
@@ -8,6 +9,7 @@ namespace crx::linux_ {
 
 UniqueFd finalize_process(const spec::Process& p, const SeccompFilter* seccomp) {
   UniqueFd notify;
+  apply_apparmor_profile(p.apparmor_profile);  // takes effect at execve
   apply_rlimits(p.rlimits);
   if (p.oom_score_adj) write_oom_score_adj(*p.oom_score_adj);
   if (p.no_new_privileges) set_no_new_privs();

@@ -1,5 +1,5 @@
 // The last steps of the container child before execve, in runc's order:
-//   rlimits, oom_score_adj, no_new_privs,
+//   apparmor profile (for the execve), rlimits, oom_score_adj, no_new_privs,
 //   seccomp (here if !noNewPrivileges: loading needs CAP_SYS_ADMIN),
 //   bounding-set drop, PR_SET_KEEPCAPS, setgroups/setresgid/setresuid,
 //   clear KEEPCAPS, capset (E/P/I) + ambient, umask,

@@ -192,11 +192,43 @@ void mount_one(const spec::Mount& m, const Options& opts) {
   for (unsigned long p : mo.propagation) do_mount("", dst, nullptr, p, "");
 }
 
+namespace {
+
+// pivot_root(2) fails (EINVAL) when the new root or the mount it sits on is
+// shared, and a bind of the rootfs below a shared mount would show up in the
+// mount namespaces that share it. So the mount holding the rootfs (the
+// rootfs itself when it is a mount point, else the nearest mount above it)
+// is made private, or slave when that propagation was asked for; the
+// propagation asked for "/" is applied again after pivot_root
+// (finish_rootfs). Unbindable works the same way: the bind of the rootfs
+// is made from a mount that is no longer unbindable.
+void unshare_rootfs_parent(const std::string& rootfs, unsigned long root_propagation) {
+  unsigned long flags = (root_propagation & MS_SLAVE) ? MS_SLAVE : MS_PRIVATE;
+  std::string path = rootfs;
+  for (;;) {
+    if (::mount(nullptr, path.c_str(), nullptr, flags, nullptr) == 0) return;
+    int err = errno;
+    // EINVAL: not a mount point; try the directory above.
+    if (err != EINVAL || path == "/") throw_errno("set the propagation of the mount holding " + rootfs, err);
+    auto slash = path.rfind('/');
+    path = slash == 0 ? "/" : path.substr(0, slash);
+  }
+}
+
+}  // namespace
+
 void prepare_rootfs(const spec::Spec& spec, const Options& opts) {
-  do_mount("", "/", nullptr, mounts::propagation_flags(spec.linux.rootfs_propagation), "");
-  // pivot_root needs the rootfs to be a mount point whose parent is not shared.
-  do_mount(opts.rootfs, opts.rootfs, nullptr, MS_BIND | MS_REC, "");
-  do_mount("", opts.rootfs, nullptr, MS_PRIVATE, "");
+  // Without a mount namespace of its own the container's mounts are made in
+  // the caller's, below the rootfs, and enter_rootfs() chroots (as runc):
+  // nothing here may change the propagation of the caller's mounts.
+  if (opts.mount_namespace) {
+    unsigned long root_propagation = mounts::propagation_flags(spec.linux.rootfs_propagation);
+    do_mount("", "/", nullptr, root_propagation, "");
+    unshare_rootfs_parent(opts.rootfs, root_propagation);
+    // pivot_root needs the rootfs to be a mount point.
+    do_mount(opts.rootfs, opts.rootfs, nullptr, MS_BIND | MS_REC, "");
+    do_mount("", opts.rootfs, nullptr, MS_PRIVATE, "");
+  }
 
   bool dev_mounted = false;
   for (const auto& m : spec.mounts) {
@@ -211,6 +243,12 @@ void prepare_rootfs(const spec::Spec& spec, const Options& opts) {
 }
 
 void enter_rootfs(const Options& opts) {
+  if (!opts.mount_namespace) {
+    if (::chdir(opts.rootfs.c_str()) != 0) throw_errno("chdir " + opts.rootfs);
+    if (::chroot(".") != 0) throw_errno("chroot " + opts.rootfs);
+    if (::chdir("/") != 0) throw_errno("chdir /");
+    return;
+  }
   if (opts.no_pivot) {
     if (::chdir(opts.rootfs.c_str()) != 0) throw_errno("chdir " + opts.rootfs);
     do_mount(opts.rootfs, "/", nullptr, MS_MOVE, "");

@@ -1,7 +1,8 @@
 // The container's file-system view, set up in the child inside its new mount
 // namespace. Split in two so createContainer hooks can run in between:
 //   prepare_rootfs()  propagation, rootfs bind, every spec mount, /dev
-//   enter_rootfs()    pivot_root (or MS_MOVE+chroot with no_pivot)
+//   enter_rootfs()    pivot_root (or MS_MOVE+chroot with no_pivot, chroot
+//                     without a mount namespace)
 //   finish_rootfs()   masked and readonly paths, readonly root, propagation
 #pragma once
 #include <functional>
@@ -21,6 +22,10 @@ struct Options {
   // cgroup mount reads /proc/self/cgroup; mknod obeys the v1 devices
   // list); the runtime joins the cgroup meanwhile. May be empty.
   std::function<void()> enter_cgroup;
+  // false: .linux.namespaces has no mount namespace (new or joined); the
+  // mounts are made in the caller's and enter_rootfs() chroots
+  // (finish_rootfs() is not for it).
+  bool mount_namespace = true;
 };
 
 void prepare_rootfs(const spec::Spec& spec, const Options& opts);

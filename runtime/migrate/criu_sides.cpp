@@ -18,7 +18,7 @@
 #include "common/fs.hpp"
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
 #include "migrate/destination_checks.hpp"
 #include "migrate/rootfs_stream.hpp"

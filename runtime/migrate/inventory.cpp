@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "common/error.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 
 namespace crx::migrate {
 namespace {

@@ -1,6 +1,6 @@
 #include "rdma/container_qps.hpp"
 
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "rdma/container_verbs.hpp"
 #include "state/store.hpp"
 

@@ -95,13 +95,16 @@ Device parse_device(const Field& f) {
   return d;
 }
 
-std::vector<std::string> absolute_paths(const Field& linux, std::string_view key) {
+// maskedPaths, readonlyPaths: paths in the container; runc takes a relative
+// one as relative to the container's "/" (it applies them from there), and
+// so do we.
+std::vector<std::string> container_paths(const Field& linux, std::string_view key) {
   std::vector<std::string> out;
   if (auto list = linux.member(key)) {
     list->for_each_element([&](const Field& e) {
       std::string p = e.as_string();
-      if (!is_absolute(p)) e.fail("path \"" + p + "\" must be absolute");
-      out.push_back(std::move(p));
+      if (p.empty()) e.fail("path must not be empty");
+      out.push_back(is_absolute(p) ? std::move(p) : "/" + p);
     });
   }
   return out;
@@ -148,12 +151,21 @@ Linux parse_linux_field(const Field& f) {
     if (!kPropagations.count(l.rootfs_propagation))
       p->fail("unknown rootfsPropagation \"" + l.rootfs_propagation + "\"");
   }
-  l.masked_paths = absolute_paths(f, "maskedPaths");
-  l.readonly_paths = absolute_paths(f, "readonlyPaths");
+  l.masked_paths = container_paths(f, "maskedPaths");
+  l.readonly_paths = container_paths(f, "readonlyPaths");
   l.mount_label = string_or_empty(f, "mountLabel");
   if (auto s = f.member("sysctl")) l.sysctl = s->as_string_map();
   if (auto s = f.member("seccomp")) l.seccomp = parse_seccomp_field(*s);
-  if (auto rdt = f.member("intelRdt")) l.intel_rdt_clos = string_or_empty(*rdt, "closID");
+  if (auto rdt = f.member("intelRdt")) {
+    rdt->expect_object();
+    l.has_intel_rdt = true;
+    l.intel_rdt_clos = string_or_empty(*rdt, "closID");
+    if (l.intel_rdt_clos == "." || l.intel_rdt_clos == ".." ||
+        l.intel_rdt_clos.find('/') != std::string::npos)
+      rdt->required("closID").fail("invalid intelRdt.ClosID \"" + l.intel_rdt_clos + "\"");
+    l.intel_rdt_l3_cache_schema = string_or_empty(*rdt, "l3CacheSchema");
+    l.intel_rdt_mem_bw_schema = string_or_empty(*rdt, "memBwSchema");
+  }
   if (auto t = f.member("timeOffsets")) parse_time_offsets(*t, l);
   return l;
 }

@@ -187,7 +187,11 @@ struct Linux {
   std::string mount_label;
   std::map<std::string, std::string> sysctl;
   std::optional<Seccomp> seccomp;
-  std::string intel_rdt_clos;
+  // .linux.intelRdt: crx does not manage resctrl; create refuses the
+  // schemas (and any of it on a host with resctrl), closID alone is
+  // ignored where there is no RDT, as runc does.
+  bool has_intel_rdt = false;
+  std::string intel_rdt_clos, intel_rdt_l3_cache_schema, intel_rdt_mem_bw_schema;
   // time namespace offsets: "monotonic"/"boottime" -> {secs, nanosecs}
   std::map<std::string, std::pair<int64_t, uint32_t>> time_offsets;
   const Namespace* find_namespace(const std::string& type) const {

@@ -93,6 +93,22 @@ void check_time_namespace(const Spec& s, const Field& linux_f) {
     offsets.fail("time offsets cannot be set when joining an existing time namespace");
 }
 
+// Without a mount namespace (runc accepts that: it chroots) nothing may be
+// mounted over or remounted: it would be the caller's mounts.
+void check_mount_namespace(const Spec& s, const Field& linux_f) {
+  if (s.linux.find_namespace("mount")) return;
+  for (const char* key : {"maskedPaths", "readonlyPaths"}) {
+    auto list = linux_f.member(key);
+    if (list && list->json().is_array() && !list->json().empty())
+      list->fail("needs a mount namespace in .linux.namespaces (runc: unable to restrict sys "
+                 "entries without a private MNT namespace)");
+  }
+  if (!s.linux.rootfs_propagation.empty())
+    linux_f.required("rootfsPropagation")
+        .fail("needs a mount namespace in .linux.namespaces: it would change the propagation "
+              "of the caller's \"/\"");
+}
+
 }  // namespace
 
 void validate_cross_fields(const Spec& s, const Field& root) {
@@ -103,6 +119,7 @@ void validate_cross_fields(const Spec& s, const Field& root) {
   if (linux_f.json().is_object()) {
     check_sysctls(s, linux_f);
     check_time_namespace(s, linux_f);
+    check_mount_namespace(s, linux_f);
   }
 }
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
-#include "linux/cgroup_bpf_devices.hpp"
+#include "cgroup/bpf_devices.hpp"
 #include "linux/mount_options.hpp"
 #include "linux/seccomp.hpp"
 #include "spec/spec.hpp"

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/error.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
 

@@ -18,8 +18,8 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "linux/cgroup.hpp"
-#include "linux/cgroup_bpf_devices.hpp"
+#include "cgroup/cgroup.hpp"
+#include "cgroup/bpf_devices.hpp"
 
 namespace cg = crx::cgroup;
 using crx::spec::DeviceRule;

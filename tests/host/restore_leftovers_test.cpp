@@ -16,7 +16,7 @@
 #include "checkpoint/restore_guard.hpp"
 #include "common/fs.hpp"
 #include "harness.hpp"
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 #include "migrate/stale_sessions.hpp"
 #include "../support/reap.hpp"
 
@@ -27,14 +27,7 @@ namespace {
 using namespace crx::test;
 namespace ck = crx::checkpoint;
 
-pid_t sleeper() {
-  pid_t pid = ::fork();
-  if (pid == 0) {
-    ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
-  return pid;
-}
+using crx::testing::sleeper;
 
 using crx::testing::reap;
 

@@ -1,5 +1,6 @@
-// Test helper shared by the unit and host tests: wait for a child (or an
-// orphan we are the subreaper of) without blocking for ever.
+// Test helpers shared by the unit and host tests: a sleeping child, and a
+// wait for a child (or an orphan we are the subreaper of) that cannot block
+// for ever.
 #pragma once
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -20,6 +21,17 @@ inline int reap(pid_t pid) {
     ::usleep(10000);
   }
   return -1;
+}
+
+// A child that sleeps for 10 min: a task for a test to put in a cgroup and
+// kill (reap it afterwards).
+inline pid_t sleeper() {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
 }
 
 }  // namespace crx::testing

@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <string>
 
-#include "linux/cgroup_bpf_devices.hpp"
+#include "cgroup/bpf_devices.hpp"
 #include "spec/spec.hpp"
 
 namespace {

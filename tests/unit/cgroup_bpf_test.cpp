@@ -2,8 +2,8 @@
 // small interpreter and must decide exactly like the rule semantics.
 #include <gtest/gtest.h>
 
-#include "linux/cgroup.hpp"
-#include "linux/cgroup_bpf_devices.hpp"
+#include "cgroup/cgroup.hpp"
+#include "cgroup/bpf_devices.hpp"
 
 namespace bpf = crx::cgroup::bpf;
 using crx::spec::DeviceRule;

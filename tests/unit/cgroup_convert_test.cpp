@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
-#include "linux/cgroup_convert.hpp"
+#include "cgroup/convert.hpp"
 
 namespace cv = crx::cgroup::convert;
 

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "common/error.hpp"
-#include "linux/cgroup.hpp"
-#include "linux/cgroup_paths.hpp"
+#include "cgroup/cgroup.hpp"
+#include "cgroup/paths.hpp"
 
 namespace cg = crx::cgroup;
 

@@ -182,8 +182,8 @@ TEST(SpecErrors, MountsHooksPaths) {
             "config.json: .hooks.prestart[0].path: hook path \"hook\" must be absolute");
   EXPECT_EQ(error_with(R"({"hooks": {"createRuntime": [{"path": "/h", "timeout": 0}]}})"),
             "config.json: .hooks.createRuntime[0].timeout: hook timeout must be above 0 seconds");
-  EXPECT_EQ(error_with(R"({"linux": {"maskedPaths": ["/proc/kcore", "proc/keys"]}})"),
-            "config.json: .linux.maskedPaths[1]: path \"proc/keys\" must be absolute");
+  EXPECT_EQ(error_with(R"({"linux": {"maskedPaths": ["/proc/kcore", ""]}})"),
+            "config.json: .linux.maskedPaths[1]: path must not be empty");
   EXPECT_EQ(error_with(R"({"linux": {"rootfsPropagation": "rshard"}})"),
             "config.json: .linux.rootfsPropagation: unknown rootfsPropagation \"rshard\"");
 }
@@ -347,6 +347,45 @@ TEST(SpecErrors, ParseProcessAndResourcesNameTheirSource) {
   } catch (const crx::Error& e) {
     EXPECT_STREQ(e.what(), "stdin: .cpu.shares: expected a non-negative integer, got -2");
   }
+}
+
+// runc parity (issue 15): what runc refuses without a mount namespace, and
+// its intelRdt checks; a relative masked path is read from "/", as runc.
+TEST(SpecErrors, WithoutAMountNamespace) {
+  auto no_mount = [](const char* patch) {
+    auto doc = spec_test::minimal_config();
+    doc["linux"]["namespaces"] = nlohmann::json::array();
+    doc.merge_patch(nlohmann::json::parse(patch));
+    return parse_error(doc);
+  };
+  EXPECT_EQ(no_mount("{}"), "");
+  EXPECT_EQ(no_mount(R"({"root": {"readonly": true}})"), "");
+  EXPECT_EQ(no_mount(R"({"linux": {"maskedPaths": ["/proc/kcore"]}})"),
+            "config.json: .linux.maskedPaths: needs a mount namespace in .linux.namespaces "
+            "(runc: unable to restrict sys entries without a private MNT namespace)");
+  EXPECT_EQ(no_mount(R"({"linux": {"readonlyPaths": ["/proc/sys"]}})"),
+            "config.json: .linux.readonlyPaths: needs a mount namespace in .linux.namespaces "
+            "(runc: unable to restrict sys entries without a private MNT namespace)");
+  EXPECT_EQ(no_mount(R"({"linux": {"rootfsPropagation": "rshared"}})"),
+            "config.json: .linux.rootfsPropagation: needs a mount namespace in "
+            ".linux.namespaces: it would change the propagation of the caller's \"/\"");
+}
+
+TEST(SpecErrors, IntelRdtClosId) {
+  EXPECT_EQ(error_with(R"({"linux": {"intelRdt": {"closID": "a/b"}}})"),
+            "config.json: .linux.intelRdt.closID: invalid intelRdt.ClosID \"a/b\"");
+  EXPECT_EQ(error_with(R"({"linux": {"intelRdt": {"closID": ".."}}})"),
+            "config.json: .linux.intelRdt.closID: invalid intelRdt.ClosID \"..\"");
+  EXPECT_EQ(error_with(R"({"linux": {"intelRdt": {"closID": "guaranteed"}}})"), "");
+}
+
+TEST(SpecErrors, RelativeMaskedPathIsFromTheRoot) {
+  auto doc = spec_test::minimal_config();
+  doc["linux"]["maskedPaths"] = {"proc/keys"};
+  doc["linux"]["readonlyPaths"] = {"proc/sys"};
+  auto s = crx::spec::parse_spec(doc);
+  EXPECT_EQ(s.linux.masked_paths, std::vector<std::string>{"/proc/keys"});
+  EXPECT_EQ(s.linux.readonly_paths, std::vector<std::string>{"/proc/sys"});
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ import subprocess
 import sys
 import time
 
-from vmtest import VmTestCase, main, testbed
+from vmtest import VmTestCase, main, testbed, wait_until
 
 CHILD = r"""
 import sys, time
@@ -54,10 +54,7 @@ class TeardownTest(VmTestCase):
         child.communicate()
 
     def wait_until(self, what, cond, timeout=300):
-        deadline = time.monotonic() + timeout
-        while not cond():
-            self.assertLess(time.monotonic(), deadline, f"timed out waiting for {what}")
-            time.sleep(0.2)
+        wait_until(cond, timeout, what, interval=0.2)
 
     def interrupt_while_booting(self, sig):
         child = self.owner("sleep")

@@ -9,6 +9,23 @@ import testbed  # noqa: E402
 from testbed import Testbed  # noqa: E402,F401
 
 
+def wait_until(cond, timeout, what, interval=0.5):
+    """Poll cond() every `interval` seconds until it returns a true value,
+    and return that value. After `timeout` seconds fail the test
+    (AssertionError) naming `what` was awaited; `what` may be a callable,
+    called only then, so the message can show the state at the time-out.
+    cond() may raise to end the wait early (e.g. a process it needs died)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v:
+            return v
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for "
+                                 + (what() if callable(what) else what))
+        time.sleep(interval)
+
+
 class VmTestCase(unittest.TestCase):
     maxDiff = None
 

@@ -6,6 +6,7 @@ The container is a busybox shell that appends a counter to /out/count.log;
 CRIU), so the host and every guest see the same file and a migrated
 container writes on where it stopped."""
 import json
+import shutil
 import os
 import subprocess
 import sys
@@ -127,8 +128,8 @@ class CheckpointTest(Base):
 
 class Receiving:
     """crx receive --once on g1, crx migrate c1 from g0."""
-    def start_receiver(self, tb):
-        h = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+    def start_receiver(self, tb, prefix=""):
+        h = tb.spawn(1, f"{prefix}{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
                         f"--image-dir /run/crx-migrate --format json")
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -481,17 +482,18 @@ class ContainerStateMigrateTest(Receiving, Base):
         self.assertFalse(self.output_changes(1, x), "nobody may write x after the move")
         self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
 
-    def test_missing_bind_source_on_the_destination_is_refused_up_front(self):
+    def refused_up_front(self, expect, receiver_prefix=""):
+        """crx migrate of the running c1 is refused by the receiver with the
+        line `expect` before the source froze; c1 counts on, on g0 only, and
+        nothing is left on g1."""
         tb = self.tb
-        self.run_counter(tb)
-        self.sh(tb, 1, "rmdir /tmp/extra-src")
-        rh = self.start_receiver(tb)
+        rh = self.start_receiver(tb, receiver_prefix)
         rc, out, err = self.migrate(tb)
         rrc, rout, rerr = tb.wait(rh, timeout=300)
         print("refused:", err, flush=True)
         self.assertNotEqual(rc, 0)
         self.assertNotEqual(rrc, 0)
-        self.assertIn("bind mount /extra: /tmp/extra-src does not exist on the destination", err)
+        self.assertIn(expect, err)
         report = json.loads(out.strip().splitlines()[-1])
         self.assertEqual(report["outcome"], "rolled back")
         self.assertNotIn("freeze", [p["name"] for p in report["phases"]],
@@ -501,10 +503,47 @@ class ContainerStateMigrateTest(Receiving, Base):
         self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
         self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
 
+    def test_missing_bind_source_on_the_destination_is_refused_up_front(self):
+        self.run_counter(self.tb)
+        self.sh(self.tb, 1, "rmdir /tmp/extra-src")
+        self.refused_up_front("bind mount /extra: /tmp/extra-src does not exist on the destination")
+
+    def test_destination_with_an_older_kernel_is_refused_up_front(self):
+        """The receiver under setarch --uname-2.6 reports a 2.6 kernel, older
+        than the 6.1 one the source's images were written on."""
+        self.run_counter(self.tb)
+        self.refused_up_front("the destination's kernel 2.6.",
+                              receiver_prefix="setarch $(uname -m) --uname-2.6 ")
+
+    def test_device_the_destination_lacks_is_refused_up_front(self):
+        """A container with a device node (char 240:77, of the range for
+        local use, which no driver of the guests' kernel registers): the
+        destination has no such device (/sys/dev/char/240:77), so the move
+        is refused. The source never opens the node; it only has it."""
+        tb = self.tb
+        b = os.path.join(tb.scratch, "bundle-dev")
+        if not os.path.exists(b):
+            shutil.copytree(os.path.join(tb.scratch, "bundle"), b, symlinks=True)
+            cfg = os.path.join(b, "config.json")
+            with open(cfg) as f:
+                spec = json.load(f)
+            spec["linux"].setdefault("devices", []).append(
+                {"path": "/dev/crx-local", "type": "c", "major": 240, "minor": 77,
+                 "fileMode": 0o600, "uid": 0, "gid": 0})
+            with open(cfg, "w") as f:
+                json.dump(spec, f)
+        for k in (0, 1):
+            self.sh(tb, k, f"rm -rf /tmp/bundle-dev && cp -a {b} /tmp/bundle-dev")
+        self.sh(tb, 0, f"{CRX} run -d -b /tmp/bundle-dev c1 </dev/null >/dev/null 2>&1", timeout=300)
+        self.wait_for_count(tb, 3)
+        self.refused_up_front("device /dev/crx-local (char 240:77) does not exist on the destination")
+
     def processes(self, k):
         """(pid, state, ppid) of every process in c1's pid namespace, as seen
-        inside it (the exec'd reader included)."""
-        out = self.sh(self.tb, k, f"{CRX} exec c1 sh -c 'cat /proc/[0-9]*/stat'")
+        inside it (the exec'd reader included). The pipeline's `sleep 0.2`
+        comes and goes: a pid gone between the glob and its read is skipped."""
+        out = self.sh(self.tb, k, f"{CRX} exec c1 sh -c "
+                                  "'for f in /proc/[0-9]*/stat; do cat $f 2>/dev/null; done; true'")
         procs = []
         for line in out.splitlines():
             if ")" not in line:

@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase  # noqa: E402
+from vmtest import VmTestCase, wait_until  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -121,12 +121,17 @@ class RdmaBedCase(VmTestCase):
         sh = self.tb.spawn(1, f"{SEQ} send --connect {self.tb.ip(0)} --port {port} "
                               f"--count {count} --rate {rate} --stall-timeout 0 --progress 5 "
                               f"{seq_args} 2>/tmp/{cid}.send.err")
-        deadline = time.monotonic() + 180
-        while not os.path.exists(self.out(cid + ".ready")):
-            if time.monotonic() > deadline or sh.done.is_set():
-                self.fail(f"receiver not ready: {self.read(cid + '.err')}\nsender: {sh.result} "
-                          + self.tb.run(1, f"cat /tmp/{cid}.send.err")[1])
-            time.sleep(0.5)
+        def not_ready():
+            return (f"the receiver: {self.read(cid + '.err')}\nsender: {sh.result} "
+                    + self.tb.run(1, f"cat /tmp/{cid}.send.err")[1])
+
+        def ready():
+            if os.path.exists(self.out(cid + ".ready")):
+                return True
+            if sh.done.is_set():
+                self.fail("the sender ended before the receiver was ready: " + not_ready())
+            return False
+        wait_until(ready, 180, not_ready)
         return sh
 
     def read(self, name):
@@ -146,13 +151,10 @@ class RdmaBedCase(VmTestCase):
         return 0
 
     def wait_progress(self, cid, above, timeout=120):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            n = self.progress(cid)
-            if n > above:
-                return n
-            time.sleep(1)
-        self.fail(f"receiver stuck at {self.progress(cid)} messages:\n{self.read(cid + '.err')[-2000:]}")
+        return wait_until(lambda: (lambda n: n if n > above else 0)(self.progress(cid)),
+                          timeout, lambda: f"the receiver to count above {above}, stuck at "
+                          f"{self.progress(cid)} messages:\n{self.read(cid + '.err')[-2000:]}",
+                          interval=1)
 
     def state(self, k, cid):
         rc, out, err = self.tb.run(k, f"{CRX} state {cid}", timeout=120)
@@ -165,11 +167,9 @@ class RdmaBedCase(VmTestCase):
         send_err = self.sh(self.tb, 1, f"tail -5 /tmp/{cid}.send.err")
         self.assertEqual(rc, 0, f"sender failed:\n{sout}\n{send_err}")
         ssum = json.loads(sout.strip().splitlines()[-1])
-        deadline = time.monotonic() + 120
-        while not self.read(cid + ".json").strip() and time.monotonic() < deadline:
-            time.sleep(1)
-        text = self.read(cid + ".json").strip()
-        self.assertTrue(text, f"no receiver summary:\n{self.read(cid + '.err')[-2000:]}")
+        text = wait_until(lambda: self.read(cid + ".json").strip(), 120,
+                          lambda: f"the receiver's summary:\n{self.read(cid + '.err')[-2000:]}",
+                          interval=1)
         rsum = json.loads(text.splitlines()[-1])
         print(f"{cid}: sender {json.dumps(ssum)}\n{cid}: receiver {json.dumps(rsum)}", flush=True)
         self.assertTrue(ssum["ok"], ssum)
@@ -180,10 +180,9 @@ class RdmaBedCase(VmTestCase):
         self.assertEqual(rsum["messages"], ssum["messages"], "every message received exactly once")
         self.assertEqual(ssum["messages"], count * qps)
         # The container's process has exited: the container is stopped.
-        deadline = time.monotonic() + 60
-        while self.state(k, cid) != "stopped" and time.monotonic() < deadline:
-            time.sleep(1)
-        if self.state(k, cid) != "stopped":
+        try:
+            wait_until(lambda: self.state(k, cid) == "stopped", 60, "stopped", interval=1)
+        except AssertionError:
             diag = self.tb.run(k, f"{CRX} state {cid}; ps -eo pid,ppid,stat,wchan:32,cmd; "
                                   f"for p in $(pgrep -f '[c]rx-verbs-seq'); do echo $p; cat /proc/$p/stack; "
                                   f"gdb -p $p -batch -ex bt 2>&1 | grep '^#'; "
@@ -194,12 +193,9 @@ class RdmaBedCase(VmTestCase):
     def start_receive(self, k, log):
         h = self.tb.spawn(k, f"{CRX} receive --listen 0.0.0.0:{MPORT} --key /tmp/key --once "
                              f"--image-dir /run/crx-migrate --format json 2>{log}")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.tb.run(k, f"grep -q ':{MPORT:04X} ' /proc/net/tcp")[0] == 0:
-                return h
-            time.sleep(0.5)
-        self.fail("crx receive did not start listening")
+        wait_until(lambda: self.tb.run(k, f"grep -q ':{MPORT:04X} ' /proc/net/tcp")[0] == 0,
+                   60, "crx receive to listen")
+        return h
 
     def try_migrate(self, cid, src, dst, args=""):
         """crx migrate cid from guest src to guest dst (crx receive --once
@@ -218,6 +214,7 @@ class RdmaBedCase(VmTestCase):
     def migrate(self, cid, src, dst, args="", arrives="running"):
         """crx migrate cid from guest src to guest dst; returns the report.
         args: more `crx migrate` flags; arrives: its state on dst."""
+        before = self.queue_maps(src, cid)
         rc, out, err, rrc, rlog, took = self.try_migrate(cid, src, dst, args)
         rout = ""
         self.assertEqual(rc, 0, f"migrate g{src}->g{dst} failed:\n{out}\n{err}\n"
@@ -231,7 +228,15 @@ class RdmaBedCase(VmTestCase):
         self.assertNotIn("Error", err + rlog, "a successful migration printed an error")
         self.assertIsNone(self.state(src, cid), "the source copy must be gone")
         self.assertEqual(self.state(dst, cid), arrives)
+        print(f"g{src} {cid} queue mappings before:\n{before}\n"
+              f"g{dst} {cid} queue mappings after:\n{self.queue_maps(dst, cid)}", flush=True)
         return report
+
+    def queue_maps(self, k, cid):
+        """The container init's mappings of the uverbs device (its rings):
+        a ring mapped anonymously after a restore would never reach rxe."""
+        return self.tb.run(k, f"p=$({CRX} state {cid} | sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p'); "
+                              "grep -E 'uverbs|infiniband' /proc/$p/maps")[1].strip()
 
     # -- shared by the fault cases (test_rdma_faults.py) ------------------------
     def assert_source_carries_on(self, cid, rc, out, err, rlog):

@@ -23,6 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import CRX, MPORT, RANGES, RdmaBedCase  # noqa: E402
+from vmtest import wait_until  # noqa: E402
 
 # Runs in g2 beside a migration: waits (shell builtins only, so that it
 # reacts within a few ms) until the receiver's criu has started the
@@ -71,11 +72,14 @@ class RdmaFaultsTest(RdmaBedCase):
     def listen(self, k, cmd):
         """Spawn `crx receive` (cmd) on guest k; returns once it listens."""
         h = self.tb.spawn(k, cmd)
-        deadline = time.monotonic() + 60
-        while self.tb.run(k, f"grep -q ':{MPORT:04X} ' /proc/net/tcp")[0] != 0:
-            if time.monotonic() > deadline or h.done.is_set():
-                self.fail(f"crx receive did not start listening: {h.result}")
-            time.sleep(0.5)
+
+        def listening():
+            if self.tb.run(k, f"grep -q ':{MPORT:04X} ' /proc/net/tcp")[0] == 0:
+                return True
+            if h.done.is_set():
+                self.fail(f"crx receive ended before it listened: {h.result}")
+            return False
+        wait_until(listening, 60, lambda: f"crx receive to listen: {h.result}")
         return h
 
     def set_ranges(self, k, qpn, mrn):
@@ -89,12 +93,11 @@ class RdmaFaultsTest(RdmaBedCase):
                                    f"{CRX} rdma setup && {CRX} rdma status", timeout=180)
 
     def wait_port_active(self, k, timeout=60):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if "ACTIVE" in self.tb.run(k, "rdma link show rxe0/1")[1]:
-                return True
-            time.sleep(1)
-        return False
+        try:
+            return wait_until(lambda: "ACTIVE" in self.tb.run(k, "rdma link show rxe0/1")[1],
+                              timeout, "rxe0's port to be ACTIVE", interval=1)
+        except AssertionError:
+            return False
 
     @staticmethod
     def phases(out):
@@ -232,13 +235,15 @@ class RdmaFaultsTest(RdmaBedCase):
         try:
             print(self.set_ranges(2, (qpn - 1, qpn + 0xff), (mrn, mrn + 0xff)), flush=True)
             taker = self.tb.spawn(2, "exec ibv_rc_pingpong -d rxe0 -g 0 -p 18515")
-            deadline = time.monotonic() + 60
-            while qpn not in [r.get("lqpn") for r in json.loads(
-                    self.sh(self.tb, 2, "rdma -j resource show qp") or "[]")]:
-                if time.monotonic() > deadline or taker.done.is_set():
-                    self.fail(f"QPN {qpn} not taken on g2: {taker.result}\n"
-                              + self.sh(self.tb, 2, "rdma resource show qp"))
-                time.sleep(0.5)
+            def taken():
+                if qpn in [r.get("lqpn") for r in json.loads(
+                        self.sh(self.tb, 2, "rdma -j resource show qp") or "[]")]:
+                    return True
+                if taker.done.is_set():
+                    self.fail(f"ibv_rc_pingpong ended before it took QPN {qpn}: {taker.result}")
+                return False
+            wait_until(taken, 60, lambda: f"QPN {qpn} to be taken on g2: {taker.result}\n"
+                                          + self.sh(self.tb, 2, "rdma resource show qp"))
             rc, out, err, rrc, rlog, took = self.try_migrate(cid, 0, 2)
         finally:
             if taker:

@@ -27,7 +27,7 @@ import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR") or
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from vmtest import VmTestCase, Testbed, main
+from vmtest import VmTestCase, Testbed, main, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -85,17 +85,14 @@ class RxeMigrTest(VmTestCase):
             self.assertEqual(out.strip(), "", f"g{k} kernel log:\n{out}")
 
     def wait_line(self, h_out_path, pattern, timeout):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def text():
             try:
                 with open(h_out_path) as f:
-                    text = f.read()
+                    t = f.read()
             except FileNotFoundError:
-                text = ""
-            if pattern in text or "FAIL" in text:
-                return text
-            time.sleep(0.5)
-        self.fail(f"timed out waiting for {pattern!r} in {h_out_path}")
+                return None
+            return t if pattern in t or "FAIL" in t else None
+        return wait_until(text, timeout, f"{pattern!r} in {h_out_path}")
 
     # a resume message is a 60-byte IP packet (IP 20 + UDP 8 + BTH 12 +
     # payload 16 + ICRC 4): a quota of 150 bytes drops exactly the first two

@@ -1,4 +1,4 @@
-#include "linux/cgroup_convert.hpp"
+#include "cgroup/convert.hpp"
 
 #include <dirent.h>
 

@@ -1,4 +1,4 @@
-#include "linux/cgroup_bpf_devices.hpp"
+#include "cgroup/bpf_devices.hpp"
 
 #include <fcntl.h>
 #include <sys/syscall.h>

@@ -7,10 +7,10 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "linux/cgroup_bpf_devices.hpp"
-#include "linux/cgroup_convert.hpp"
-#include "linux/cgroup_drivers.hpp"
-#include "linux/cgroup_fs.hpp"
+#include "cgroup/bpf_devices.hpp"
+#include "cgroup/convert.hpp"
+#include "cgroup/drivers.hpp"
+#include "cgroup/fs.hpp"
 
 namespace crx::cgroup::v2 {
 

@@ -1,4 +1,4 @@
-#include "linux/cgroup_fs.hpp"
+#include "cgroup/fs.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,4 +1,4 @@
-#include "linux/cgroup_paths.hpp"
+#include "cgroup/paths.hpp"
 
 #include <cctype>
 #include <set>

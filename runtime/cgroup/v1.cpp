@@ -10,9 +10,9 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
-#include "linux/cgroup_convert.hpp"
-#include "linux/cgroup_drivers.hpp"
-#include "linux/cgroup_fs.hpp"
+#include "cgroup/convert.hpp"
+#include "cgroup/drivers.hpp"
+#include "cgroup/fs.hpp"
 
 namespace crx::cgroup::v1 {
 

@@ -1,4 +1,4 @@
-#include "linux/cgroup.hpp"
+#include "cgroup/cgroup.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -16,10 +16,10 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
-#include "linux/cgroup_convert.hpp"
-#include "linux/cgroup_drivers.hpp"
-#include "linux/cgroup_fs.hpp"
-#include "linux/cgroup_paths.hpp"
+#include "cgroup/convert.hpp"
+#include "cgroup/drivers.hpp"
+#include "cgroup/fs.hpp"
+#include "cgroup/paths.hpp"
 
 namespace crx::cgroup {
 

@@ -9,8 +9,8 @@
 
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
-#include "linux/cgroup.hpp"
-#include "linux/cgroup_fs.hpp"
+#include "cgroup/cgroup.hpp"
+#include "cgroup/fs.hpp"
 
 namespace crx::cgroup {
 

@@ -72,8 +72,13 @@ UniqueFd PageRelay::take_peer_end() { return std::move(peer_); }
 void PageRelay::stop() {
   stopping_ = true;
   if (thread_.joinable()) {
-    // Wakes the thread wherever it blocks: reading or writing either socket.
-    ::shutdown(tls_.get(), SHUT_RDWR);
+    {
+      // Wakes the thread wherever it blocks: reading or writing either
+      // socket. The thread closes the network socket when it ends: only
+      // under the lock, so this never shuts down a reused fd number.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (tls_) ::shutdown(tls_.get(), SHUT_RDWR);
+    }
     ::shutdown(local_.get(), SHUT_RDWR);
     thread_.join();
   }
@@ -168,8 +173,13 @@ void PageRelay::run() {
   } catch (const std::exception& e) {
     fail(e.what());
   }
-  // CRIU sees the end of its socket whatever ended the relay.
+  // CRIU sees the end of its socket whatever ended the relay, and the
+  // sender sees the end of the page channel at once (unread bytes make
+  // the close a reset): a sender whose pages are no longer read must not
+  // wait for a full TCP window until its time-out.
   ::shutdown(local_.get(), SHUT_RDWR);
+  std::lock_guard<std::mutex> lock(mutex_);
+  tls_.reset();
 }
 
 }  // namespace crx::migrate

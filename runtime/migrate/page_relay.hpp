@@ -13,7 +13,9 @@
 //
 // One owner, one thread: the relay ends when CRIU closes its end (the page
 // server is done), on an error of either socket, or when the owner stops
-// it; the destructor stops and joins it on every path.
+// it; the destructor stops and joins it on every path. When it ends it
+// closes the network socket, so the sender learns at once that its pages
+// are no longer read.
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -62,7 +64,7 @@ class PageRelay {
   std::atomic<Mode> mode_;
   std::atomic<bool> stopping_{false};
   std::atomic<uint64_t> bytes_in_{0};
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;  // error_, and tls_ being closed by the thread
   std::string error_;
   std::thread thread_;
 };

@@ -5,6 +5,8 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <cerrno>
 #include <cstring>
@@ -30,6 +32,40 @@ std::string from_hex(std::string_view hex) {
     out.push_back(static_cast<char>(val(hex[i]) << 4 | val(hex[i + 1])));
   return out;
 }
+
+// OpenSSL writes the socket with write(2), not send(MSG_NOSIGNAL): a peer
+// gone (reset, or the connection timed out) raises SIGPIPE, which killed
+// crx migrate without a word. Blocked in this thread around each OpenSSL
+// call; a SIGPIPE the call raised is taken back, and the call fails with
+// EPIPE like any other socket error.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
+  }
+  ~SigpipeBlock() {
+    int saved = errno;
+    sigset_t pending;
+    sigpending(&pending);
+    if (!was_pending_ && sigismember(&pending, SIGPIPE) == 1) {
+      timespec now{0, 0};
+      (void)sigtimedwait(&pipe_, nullptr, &now);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+    errno = saved;
+  }
+  SigpipeBlock(const SigpipeBlock&) = delete;
+  SigpipeBlock& operator=(const SigpipeBlock&) = delete;
+
+ private:
+  sigset_t pipe_, old_;
+  bool was_pending_ = false;
+};
 
 void set_nonblocking(int fd, bool on) {
   int flags = ::fcntl(fd, F_GETFL);
@@ -189,6 +225,7 @@ void TlsSession::fail(const char* what, int ssl_error) {
 
 TlsIo TlsSession::handshake() {
   std::lock_guard lock(mutex_);
+  SigpipeBlock no_sigpipe;
   ERR_clear_error();
   errno = 0;
   int r = SSL_do_handshake(ssl_);
@@ -201,6 +238,7 @@ TlsIo TlsSession::handshake() {
 
 TlsIo TlsSession::read(char* data, size_t len, size_t* got) {
   std::lock_guard lock(mutex_);
+  SigpipeBlock no_sigpipe;
   ERR_clear_error();
   errno = 0;
   *got = 0;
@@ -219,6 +257,7 @@ TlsIo TlsSession::read(char* data, size_t len, size_t* got) {
 
 TlsIo TlsSession::write(const char* data, size_t len, size_t* put) {
   std::lock_guard lock(mutex_);
+  SigpipeBlock no_sigpipe;
   ERR_clear_error();
   errno = 0;
   *put = 0;

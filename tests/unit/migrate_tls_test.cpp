@@ -100,6 +100,22 @@ TEST(MigrateTls, HandshakeCarriesChannelAndSessionAndFramesTravelEncrypted) {
   EXPECT_EQ(l.client->receive().type, FrameType::Accept);
 }
 
+// OpenSSL writes with write(2): a peer gone must be an error, not a
+// SIGPIPE that kills crx without a word (this binary would die here).
+TEST(MigrateTls, SendingToAGonePeerIsAnErrorNotASignal) {
+  Link l;
+  Result r = handshake(l, key(), kTls, key(), kTls);
+  ASSERT_EQ(r.client, "ok");
+  l.relay.reset();  // closes the client's peer end
+  l.server.reset();
+  std::string big(256 * 1024, 'x');
+  EXPECT_THROW(
+      {
+        for (int i = 0; i < 8; ++i) l.client->send(FrameType::Manifest, big);
+      },
+      crx::Error);
+}
+
 TEST(MigrateTls, WrongKeyIsRefusedWithOneClearLineOnBothSides) {
   Link l;
   Result r = handshake(l, SharedKey::from_bytes("receiver-key-0123456789"), kTls,

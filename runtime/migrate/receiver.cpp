@@ -1,6 +1,7 @@
 #include "migrate/receiver.hpp"
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <cctype>
@@ -251,6 +252,7 @@ class Receiver {
 MigrationReport receive_one(TcpListener& listener, UniqueFd control, const std::string& peer,
                             DestinationSide& dest, const ReceiverOptions& opts) {
   if (!opts.key) throw Error("receive: no key");
+  ::signal(SIGPIPE, SIG_IGN);  // as migrate_out: a peer gone is an error, not a kill
   return Receiver(listener, std::move(control), peer, dest, opts).run();
 }
 

@@ -1,5 +1,6 @@
 #include "migrate/sender.hpp"
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -248,6 +249,12 @@ class Sender {
 
 MigrationReport migrate_out(SourceSide& source, const SenderOptions& opts) {
   if (!opts.key) throw Error("migrate: no key");
+  // A socket write to a peer gone must fail with EPIPE, not kill crx
+  // without a report. Not only our own writes: closing the kernel-TLS page
+  // channel flushes a record CRIU left half sent (after its write timed
+  // out on a dead link), and that flush raised SIGPIPE in crx (exit by
+  // signal 13, no report). Children get SIGPIPE back (child_process.cpp).
+  ::signal(SIGPIPE, SIG_IGN);
   return Sender(source, opts).run();
 }
 

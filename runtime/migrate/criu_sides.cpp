@@ -86,6 +86,7 @@ class CriuPageSink : public PageSink {
     }
     if (!relay_error.empty()) throw Error(relay_error);
   }
+  std::string failure() const override { return relay_ ? relay_->error() : std::string(); }
 
  private:
   std::string dir_;

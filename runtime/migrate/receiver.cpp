@@ -150,14 +150,21 @@ class Receiver {
           restore(dir_ + "/" + std::to_string(last_round));
           return;
         case FrameType::Abort:
-          throw Error("the sender aborted: " + f.payload);
+          throw Error(with_page_failure("the sender aborted: " + f.payload));
         case FrameType::Error:
-          throw Error("the sender failed: " + f.payload);
+          throw Error(with_page_failure("the sender failed: " + f.payload));
         default:
           throw Error("unexpected " + std::string(frame_type_name(f.type)) + " frame from " +
                       conn_.peer());
       }
     }
+  }
+
+  // A sender whose page channel broke says only that its page server
+  // went away; what this side saw first (an altered record) comes first.
+  std::string with_page_failure(const std::string& what) const {
+    std::string why = page_sink_ ? page_sink_->failure() : std::string();
+    return why.empty() ? what : why + "; " + what;
   }
 
   void start_round(const RoundStart& r) {

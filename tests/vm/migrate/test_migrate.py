@@ -256,6 +256,7 @@ class MigrateTest(Receiving, Base):
         self.assertNotEqual(rc, 0)
         self.assertEqual(json.loads(out.strip().splitlines()[-1])["outcome"], "rolled back")
         self.assertNotEqual(rrc, 0, "the receiver must refuse the altered pages")
+        self.assertIn("failed TLS's integrity check", rerr)
         self.assert_one_copy_on_the_source(tb)
         self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
         tb.kill(relay, 9)

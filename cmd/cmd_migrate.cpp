@@ -38,6 +38,7 @@ struct MigrateArgs {
   bool send_rootfs = false;
   bool kill_exec = false;
   std::string format = "text";
+  bool insecure_plaintext = false;
   CriuFlagArgs criu;
 };
 
@@ -58,6 +59,9 @@ void register_migrate(Cli& cli) {
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
                 "moved and are killed with the source; without it such a container is refused");
+  sub->add_flag("--insecure-plaintext", a->insecure_plaintext,
+                "no TLS: the memory and images cross the network in clear text, only the key "
+                "is proved; the other end must say so too");
   sub->add_option("--format", a->format, "report format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   add_criu_flags(sub, a->criu, false);
@@ -69,6 +73,7 @@ void register_migrate(Cli& cli) {
       if (a->pre_copy >= 0) cfg.pre_copy.max_rounds = a->pre_copy;
       if (a->min_shrink >= 0) cfg.pre_copy.min_shrink_percent = a->min_shrink;
       if (a->timeout > 0) cfg.timeout_seconds = a->timeout;
+      if (a->insecure_plaintext) cfg.insecure_plaintext = true;
       auto key = migrate::SharedKey::from_file(cfg.key_file);
 
       // Read the state, then let go of the container's lock: the migration
@@ -77,6 +82,7 @@ void register_migrate(Cli& cli) {
       migrate::SenderOptions o;
       o.to = migrate::parse_host_port(a->to);
       o.key = &key;
+      o.wire = cfg.insecure_plaintext ? migrate::WireSecurity::Plaintext : migrate::WireSecurity::Tls;
       o.manifest.id = a->id;
       o.manifest.bundle = st.bundle;
       o.manifest.config_sha256 = migrate::bundle_config_hash(st.bundle);

@@ -18,6 +18,7 @@
 #include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
+#include "migrate/kernel_tls.hpp"
 #include "migrate/ram_dir.hpp"
 #include "migrate/receiver.hpp"
 #include "migrate/stale_sessions.hpp"
@@ -47,6 +48,7 @@ struct ReceiveArgs {
   int timeout = 0;
   bool once = false;
   std::string format = "text";
+  bool insecure_plaintext = false;
 };
 
 }  // namespace
@@ -60,6 +62,9 @@ void register_receive(Cli& cli) {
   sub->add_option("--image-dir", a->image_dir, "RAM directory for received images");
   sub->add_option("--timeout", a->timeout, "seconds per network step");
   sub->add_flag("--once", a->once, "exit after one migration (status: its outcome)");
+  sub->add_flag("--insecure-plaintext", a->insecure_plaintext,
+                "no TLS: the memory and images cross the network in clear text, only the key "
+                "is proved; the other end must say so too");
   sub->add_option("--format", a->format, "report format: text or json")
       ->check(CLI::IsMember({"text", "json"}));
   sub->callback([&cli, a] {
@@ -69,16 +74,27 @@ void register_receive(Cli& cli) {
       if (!a->key_file.empty()) cfg.key_file = a->key_file;
       if (!a->image_dir.empty()) cfg.image_dir = a->image_dir;
       if (a->timeout > 0) cfg.timeout_seconds = a->timeout;
+      if (a->insecure_plaintext) cfg.insecure_plaintext = true;
       auto key = migrate::SharedKey::from_file(cfg.key_file);
+      auto wire = cfg.insecure_plaintext ? migrate::WireSecurity::Plaintext : migrate::WireSecurity::Tls;
+      std::string why;
+      if (wire == migrate::WireSecurity::Tls && !migrate::kernel_tls_available(&why)) {
+        throw Error("cannot encrypt page channels: " + why +
+                        "; load it, or pass --insecure-plaintext to both crx receive and crx migrate",
+                    Cause::Unsupported);
+      }
       migrate::RamDir ram(cfg.image_dir);
       // A receiver killed mid-migration left its images and maybe a
       // half-restored container (migrate/stale_sessions.hpp).
       for (const auto& line : migrate::sweep_stale_sessions(ram.path(), cli.global))
         log::warn("receive: " + line);
       migrate::TcpListener listener(migrate::parse_host_port(cfg.listen));
-      std::fprintf(stderr, "crx receive: listening on %s\n", cfg.listen.c_str());
+      std::fprintf(stderr, "crx receive: listening on %s (%s)\n", cfg.listen.c_str(),
+                   wire == migrate::WireSecurity::Tls ? "TLS"
+                                                      : "clear text, --insecure-plaintext");
       migrate::ReceiverOptions o;
       o.key = &key;
+      o.wire = wire;
       o.image_root = ram.path();
       o.timeout = std::chrono::seconds(cfg.timeout_seconds);
       o.commit_timeout = std::chrono::seconds(cfg.timeout_seconds);

@@ -52,7 +52,7 @@ constexpr Flag kFlags[] = {
     // migrate, receive, rdma
     {"to", true}, {"listen", true}, {"key", true}, {"config", true}, {"image-dir", true},
     {"pre-copy", true}, {"min-shrink", true}, {"timeout", true}, {"send-rootfs", false},
-    {"once", false},
+    {"once", false}, {"insecure-plaintext", false},
     // a name that means something else for one command
     {"f", false, "delete"}, {"rootless", false, "spec"},
 };

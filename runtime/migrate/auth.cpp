@@ -14,6 +14,7 @@
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
+#include "migrate/tls_session.hpp"
 
 namespace crx::migrate {
 namespace {
@@ -80,7 +81,67 @@ class HandshakeLimit {
   size_t saved_;
 };
 
+std::string mismatch_for_server(WireSecurity mine, const std::string& peer) {
+  if (mine == WireSecurity::Tls) {
+    return "the sender at " + peer +
+           " sends in clear text (--insecure-plaintext) but this receiver requires TLS; "
+           "pass --insecure-plaintext to both crx migrate and crx receive, or to neither";
+  }
+  return "the sender at " + peer +
+         " uses TLS but this receiver runs with --insecure-plaintext; pass "
+         "--insecure-plaintext to both crx migrate and crx receive, or to neither";
+}
+
+std::string mismatch_for_client(WireSecurity server) {
+  if (server == WireSecurity::Tls) {
+    return "this receiver requires TLS but the sender runs with --insecure-plaintext; pass "
+           "--insecure-plaintext to both crx migrate and crx receive, or to neither";
+  }
+  return "this receiver runs with --insecure-plaintext but the sender uses TLS; pass "
+         "--insecure-plaintext to both crx migrate and crx receive, or to neither";
+}
+
+std::string identity_of(std::string_view channel, std::string_view session) {
+  return std::string(TlsSession::kIdentityPrefix) + " " + std::string(channel) + " " +
+         std::string(session);
+}
+
+// TLS from here on; the server learns channel and session from the PSK
+// identity, which the handshake authenticated.
+AuthPeer tls_as_server(FrameConn& conn, const SharedKey& key, const AuthPeer& hello) {
+  conn.send(FrameType::StartTls);
+  auto tls = std::make_unique<TlsSession>(TlsSession::Role::Server, key, conn.fd(), conn.peer(),
+                                          hello.channel == "pages");
+  conn.start_tls(std::move(tls));
+  const std::string& id = conn.tls()->identity();
+  size_t sp = id.find(' ', std::string(TlsSession::kIdentityPrefix).size() + 1);
+  AuthPeer peer;
+  if (sp != std::string::npos) {
+    peer.channel = id.substr(std::string(TlsSession::kIdentityPrefix).size() + 1,
+                             sp - std::string(TlsSession::kIdentityPrefix).size() - 1);
+    peer.session = id.substr(sp + 1);
+  }
+  if (peer.channel != hello.channel || peer.session != hello.session) {
+    throw Error("the TLS identity of " + conn.peer() + " does not match its hello",
+                Cause::Permission);
+  }
+  return peer;
+}
+
 }  // namespace
+
+const char* wire_security_name(WireSecurity w) {
+  return w == WireSecurity::Tls ? "tls" : "plaintext";
+}
+
+std::string SharedKey::tls_psk() const {
+  // HKDF (RFC 5869) with SHA-256: extract with a fixed salt, expand one block.
+  SharedKey salt = from_bytes("crx-migrate-v1");
+  std::string prk = salt.hmac(bytes_);
+  std::string okm = from_bytes(prk).hmac(std::string("tls13 external psk") + '\x01');
+  OPENSSL_cleanse(prk.data(), prk.size());
+  return okm;
+}
 
 std::string to_hex(std::string_view bytes) {
   static const char digits[] = "0123456789abcdef";
@@ -142,10 +203,11 @@ std::string SharedKey::hmac(std::string_view data) const {
   return std::string(reinterpret_cast<char*>(out), len);
 }
 
-AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key) {
+AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key, WireSecurity wire) {
   HandshakeLimit limit(conn);
   AuthPeer peer;
   std::string nonce_c, nonce_s;
+  WireSecurity theirs = WireSecurity::Plaintext;
   try {
     Frame hello = conn.expect(FrameType::Hello);
     auto j = parse(hello, conn);
@@ -157,8 +219,18 @@ AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key) {
       throw Error("peer " + conn.peer() + " speaks migration protocol " +
                   std::to_string(version) + ", this crx speaks " + std::to_string(kAuthVersion));
     }
+    // A Hello without "security" comes from a crx that knew only clear text.
+    auto sec = j.find("security");
+    if (sec != j.end() && (!sec->is_string() || (*sec != "tls" && *sec != "plaintext")))
+      throw Error("handshake names an unknown wire security");
+    if (sec != j.end() && *sec == "tls") theirs = WireSecurity::Tls;
+    if (theirs != wire) {
+      conn.send_error_quietly(mismatch_for_client(wire));
+      throw Error(mismatch_for_server(wire, conn.peer()), Cause::Invalid);
+    }
     peer.channel = field(j, "channel");
     peer.session = field(j, "session");
+    if (wire == WireSecurity::Tls) return tls_as_server(conn, key, peer);
     nonce_c = from_hex(field(j, "nonce"));
     if (nonce_c.size() != kNonceBytes) throw Error("handshake nonce has the wrong size");
   } catch (const Error& e) {
@@ -189,15 +261,24 @@ AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key) {
 }
 
 void authenticate_as_client(FrameConn& conn, const SharedKey& key, std::string_view channel,
-                            std::string_view session) {
+                            std::string_view session, WireSecurity wire) {
   HandshakeLimit limit(conn);
   AuthPeer me{std::string(channel), std::string(session)};
   std::string nonce_c = from_hex(random_hex(kNonceBytes));
   nlohmann::json hello = {{"version", kAuthVersion},
                           {"channel", me.channel},
                           {"session", me.session},
-                          {"nonce", to_hex(nonce_c)}};
+                          {"security", wire_security_name(wire)}};
+  if (wire == WireSecurity::Plaintext) hello["nonce"] = to_hex(nonce_c);
   conn.send(FrameType::Hello, hello.dump());
+  if (wire == WireSecurity::Tls) {
+    conn.expect(FrameType::StartTls);
+    auto tls = std::make_unique<TlsSession>(TlsSession::Role::Client, key, conn.fd(), conn.peer(),
+                                            me.channel == "pages");
+    tls->set_identity(identity_of(me.channel, me.session));
+    conn.start_tls(std::move(tls));
+    return;
+  }
   Frame ch = conn.expect(FrameType::Challenge);
   auto j = parse(ch, conn);
   std::string nonce_s = from_hex(field(j, "nonce"));

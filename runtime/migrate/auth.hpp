@@ -1,16 +1,33 @@
-// Mutual challenge-response with a shared key (HMAC-SHA256, OpenSSL
-// libcrypto). Both ends prove they know the key before the receiver reads
-// any frame other than the handshake's own small ones:
+// How both ends of a migration connection prove the shared key, and what
+// protects the connection afterwards. The client's first frame, in clear,
+// says which wire security it wants; the server refuses a mismatch with one
+// line on both sides before anything else happens.
 //
-//   client -> Hello     {version, channel, session, nonce_c}
+// TLS (the default): TLS 1.3 keyed by the shared key as an external PSK
+// (tls_session.hpp). The handshake is the mutual proof -- the client's PSK
+// binder proves the key to the server, the server's Finished proves it to
+// the client, fresh randoms stop replay, (EC)DHE gives forward secrecy --
+// so no HMAC challenge runs inside it:
+//
+//   client -> Hello     {version, channel, session, security: "tls"}
+//   server -> StartTls  (or Error: the server wants clear text)
+//   TLS 1.3 handshake, PSK identity "crx-migrate-v1 <channel> <session>"
+//   server    takes channel and session from the (authenticated) identity
+//
+// Every later frame is inside TLS: a flipped, dropped, replayed or
+// injected byte fails the record's AES-GCM tag and ends the connection.
+//
+// Clear text (--insecure-plaintext on both ends): the HMAC-SHA256
+// challenge-response below, then frames with a CRC only:
+//
+//   client -> Hello     {version, channel, session, nonce_c, security: "plaintext"}
 //   server -> Challenge {nonce_s, proof_s = HMAC(k, "server"|channel|session|nonce_c|nonce_s)}
 //   client    checks proof_s (a receiver without the key is refused here)
 //   client -> Response  {proof_c = HMAC(k, "client"|channel|session|nonce_s|nonce_c)}
 //   server    checks proof_c -> AuthOk, or Error "authentication failed"
 //
 // Fresh 32-byte nonces on both sides stop replay; the role labels stop
-// reflection. The stream is not encrypted (see the README's migration
-// section for why).
+// reflection.
 #pragma once
 #include <string>
 #include <string_view>
@@ -29,10 +46,17 @@ class SharedKey {
 
   // HMAC-SHA256 of data under this key (32 raw bytes).
   std::string hmac(std::string_view data) const;
+  // The TLS 1.3 external PSK: HKDF-SHA256 of the key (salt
+  // "crx-migrate-v1", info "tls13 external psk"), 32 bytes.
+  std::string tls_psk() const;
 
  private:
   std::string bytes_;
 };
+
+enum class WireSecurity { Tls, Plaintext };
+// "tls" / "plaintext", as the Hello says it.
+const char* wire_security_name(WireSecurity w);
 
 struct AuthPeer {
   std::string channel;  // "control" or "pages"
@@ -40,12 +64,19 @@ struct AuthPeer {
 };
 
 // Receiver side. Throws Error (and tells the peer) when the peer does not
-// prove the key; restores the connection's max frame size on success.
-AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key);
-// Sender side. Throws Error when the receiver does not prove the key or
-// refuses ours.
+// prove the key or wants the other wire security; restores the
+// connection's max frame size on success. With TLS the connection is
+// encrypted from here on; a "pages" one is switched to kernel TLS when its
+// fd is released (FrameConn::release_fd). The migration code always says
+// which security it wants (SenderOptions/ReceiverOptions default to TLS);
+// the default here is the clear-text handshake the fuzz target drives.
+AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key,
+                                WireSecurity wire = WireSecurity::Plaintext);
+// Sender side. Throws Error when the receiver does not prove the key,
+// refuses ours or wants the other wire security.
 void authenticate_as_client(FrameConn& conn, const SharedKey& key, std::string_view channel,
-                            std::string_view session);
+                            std::string_view session,
+                            WireSecurity wire = WireSecurity::Plaintext);
 
 std::string random_hex(size_t bytes);
 std::string to_hex(std::string_view bytes);

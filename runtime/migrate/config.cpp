@@ -43,7 +43,7 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   YAML::Node m = root["migration"];
   if (!m || m.IsNull()) return c;
   check_keys(m, origin, "migration",
-             {"listen", "key_file", "image_dir", "timeout_seconds", "pre_copy"});
+             {"listen", "key_file", "image_dir", "timeout_seconds", "insecure_plaintext", "pre_copy"});
   if (m["listen"]) c.listen = get<std::string>(m["listen"], origin, "listen");
   if (m["key_file"]) c.key_file = get<std::string>(m["key_file"], origin, "key_file");
   if (m["image_dir"]) c.image_dir = get<std::string>(m["image_dir"], origin, "image_dir");
@@ -52,6 +52,8 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
     if (c.timeout_seconds < 1 || c.timeout_seconds > 86400)
       throw Error(origin + ": migration.timeout_seconds must be 1..86400");
   }
+  if (m["insecure_plaintext"])
+    c.insecure_plaintext = get<bool>(m["insecure_plaintext"], origin, "insecure_plaintext");
   if (YAML::Node p = m["pre_copy"]; p && !p.IsNull()) {
     check_keys(p, origin, "migration.pre_copy", {"max_rounds", "min_shrink_percent"});
     if (p["max_rounds"]) {

@@ -5,6 +5,8 @@
 //     key_file: /etc/crx/migrate.key  # 0600, shared by both hosts
 //     image_dir: /run/crx/migrate   # RAM (tmpfs) dirs for images
 //     timeout_seconds: 60           # per network step
+//     insecure_plaintext: false     # true: no TLS (--insecure-plaintext);
+//                                   # both ends must agree
 //     pre_copy:
 //       max_rounds: 0               # crx migrate --pre-copy N
 //       min_shrink_percent: 20      # stop when a round shrinks less
@@ -27,6 +29,7 @@ struct MigrateConfig {
   std::string key_file = "/etc/crx/migrate.key";
   std::string image_dir = "/run/crx/migrate";
   int timeout_seconds = 60;
+  bool insecure_plaintext = false;
   PreCopyPolicy pre_copy;
 };
 

@@ -21,6 +21,7 @@
 #include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
 #include "migrate/destination_checks.hpp"
+#include "migrate/page_relay.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/tcp_hush.hpp"
 #include "state/store.hpp"
@@ -36,14 +37,23 @@ UniqueFd open_dir(const std::string& path) {
 }
 
 // `criu page-server` on an authenticated, connected socket; one session.
+// A channel in kernel TLS reaches CRIU through a PageRelay (page_relay.hpp
+// says why): the pages make one pass through crx on this side.
 class CriuPageSink : public PageSink {
  public:
-  CriuPageSink(const std::string& dir, UniqueFd channel) : dir_(dir), channel_(std::move(channel)) {
-    std::string fd = std::to_string(channel_.get());
+  CriuPageSink(const std::string& dir, UniqueFd channel) : dir_(dir) {
+    if (is_kernel_tls_socket(channel.get())) {
+      relay_ = std::make_unique<PageRelay>(std::move(channel));
+      channel = relay_->take_peer_end();
+    }
+    std::string fd = std::to_string(channel.get());
     child_ = checkpoint::spawn({"criu", "page-server", "--images-dir", dir, "--ps-socket", fd,
                                 "--log-file", dir + ".page-server.log", "-v4"},
-                               {channel_.get()}, true);
-    channel_.reset();  // criu holds it now
+                               {channel.get()}, true);
+    // criu holds it now; our copy closes here
+  }
+  ~CriuPageSink() override {
+    if (relay_) relay_->stop();
   }
   void wait(std::chrono::milliseconds timeout) override {
     auto until = std::chrono::steady_clock::now() + timeout;
@@ -51,10 +61,17 @@ class CriuPageSink : public PageSink {
     while (!child_.try_wait(&status)) {
       if (std::chrono::steady_clock::now() > until) {
         child_.kill_and_wait();
+        if (relay_) relay_->stop();
         throw Error("criu page-server did not finish within " +
                     std::to_string(timeout.count() / 1000) + " s");
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    std::string relay_error;
+    if (relay_) {
+      relay_error = relay_->error();  // what broke the stream before criu ended
+      relay_->stop();
+      if (relay_error.empty()) relay_error = relay_->error();
     }
     if (status != 0) {
       std::string tail;
@@ -62,14 +79,18 @@ class CriuPageSink : public PageSink {
         tail = checkpoint::criu_log_tail(read_file(dir_ + ".page-server.log"));
       } catch (const std::exception&) {
       }
-      throw Error("criu page-server " + checkpoint::describe_wait_status(status) +
-                  (tail.empty() ? "" : ": " + tail));
+      std::string criu = "criu page-server " + checkpoint::describe_wait_status(status) +
+                         (tail.empty() ? "" : ": " + tail);
+      if (!relay_error.empty()) throw Error(relay_error + " (" + criu + ")");
+      throw Error(criu);
     }
+    if (!relay_error.empty()) throw Error(relay_error);
   }
+  std::string failure() const override { return relay_ ? relay_->error() : std::string(); }
 
  private:
   std::string dir_;
-  UniqueFd channel_;
+  std::unique_ptr<PageRelay> relay_;
   checkpoint::ChildProcess child_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
+#include "migrate/tls_session.hpp"
 
 namespace crx::migrate {
 namespace {
@@ -50,6 +51,7 @@ std::string_view frame_type_name(FrameType type) {
     case FrameType::Challenge: return "challenge";
     case FrameType::Response: return "response";
     case FrameType::AuthOk: return "auth-ok";
+    case FrameType::StartTls: return "start-tls";
     case FrameType::Manifest: return "manifest";
     case FrameType::Accept: return "accept";
     case FrameType::RootfsData: return "rootfs-data";
@@ -89,11 +91,39 @@ std::string encode_frame(FrameType type, std::string_view payload) {
 }
 
 FrameConn::FrameConn(UniqueFd fd, std::string peer) : fd_(std::move(fd)), peer_(std::move(peer)) {}
+FrameConn::FrameConn(FrameConn&&) noexcept = default;
+FrameConn& FrameConn::operator=(FrameConn&&) noexcept = default;
+FrameConn::~FrameConn() = default;
+
+void FrameConn::start_tls(std::unique_ptr<TlsSession> tls) {
+  tls_ = std::move(tls);
+  try {
+    for (;;) {
+      TlsIo r = tls_->handshake();
+      if (r == TlsIo::Done) return;
+      wait_ready(r == TlsIo::WantWrite ? POLLOUT : POLLIN, "in the TLS handshake with");
+    }
+  } catch (...) {
+    tls_.reset();
+    tls_failed_ = true;  // nothing more goes out in clear on this socket
+    throw;
+  }
+}
+
+UniqueFd FrameConn::release_fd() {
+  if (tls_) {
+    tls_->hand_to_kernel();
+    tls_.reset();
+  }
+  return std::move(fd_);
+}
 
 void FrameConn::wait_ready(short events, const char* what) {
-  if (timeout_.count() <= 0) return;
+  // A TLS socket is non-blocking: without a time-out, wait here forever.
+  if (timeout_.count() <= 0 && !tls_) return;
   struct pollfd p{fd_.get(), events, 0};
-  int r = retry_eintr([&] { return ::poll(&p, 1, static_cast<int>(timeout_.count())); });
+  int wait_ms = timeout_.count() > 0 ? static_cast<int>(timeout_.count()) : -1;
+  int r = retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
   if (r < 0) throw_errno(std::string("poll ") + peer_);
   if (r == 0) {
     throw Error(std::string("timed out after ") + std::to_string(timeout_.count() / 1000) +
@@ -102,6 +132,17 @@ void FrameConn::wait_ready(short events, const char* what) {
 }
 
 void FrameConn::write_all(const char* data, size_t len) {
+  while (tls_ && len > 0) {
+    size_t n = 0;
+    TlsIo r = tls_->write(data, len, &n);
+    if (r == TlsIo::Done) {
+      data += n;
+      len -= n;
+      bytes_sent_ += n;
+    } else {
+      wait_ready(r == TlsIo::WantRead ? POLLIN : POLLOUT, "sending to");
+    }
+  }
   while (len > 0) {
     wait_ready(POLLOUT, "sending to");
     ssize_t n = ::send(fd_.get(), data, len, MSG_NOSIGNAL);
@@ -117,6 +158,20 @@ void FrameConn::write_all(const char* data, size_t len) {
 
 void FrameConn::read_all(char* data, size_t len, bool at_frame_start) {
   size_t got = 0;
+  while (tls_ && got < len) {
+    size_t n = 0;
+    TlsIo r = tls_->read(data + got, len - got, &n);
+    if (r == TlsIo::Eof) {
+      if (at_frame_start && got == 0) throw Error(peer_ + " closed the connection");
+      throw Error(peer_ + " closed the connection in the middle of a frame");
+    }
+    if (r == TlsIo::Done) {
+      got += n;
+      bytes_received_ += n;
+    } else {
+      wait_ready(r == TlsIo::WantWrite ? POLLOUT : POLLIN, "waiting for");
+    }
+  }
   while (got < len) {
     wait_ready(POLLIN, "waiting for");
     ssize_t n = ::recv(fd_.get(), data + got, len - got, 0);
@@ -185,6 +240,7 @@ Frame FrameConn::expect(FrameType want) {
 }
 
 void FrameConn::send_error_quietly(std::string_view message) noexcept {
+  if (tls_failed_) return;
   try {
     auto saved = timeout_;
     timeout_ = std::chrono::milliseconds(2000);

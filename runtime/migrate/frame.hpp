@@ -18,11 +18,14 @@
 
 namespace crx::migrate {
 
+class TlsSession;
+
 enum class FrameType : uint8_t {
   Hello = 1,          // client: {version, nonce, channel}
   Challenge = 2,      // server: {nonce, proof}
   Response = 3,       // client: {proof}
   AuthOk = 4,         // server: both proved the key
+  StartTls = 5,       // server: same wire security; the TLS handshake follows
   Manifest = 10,      // sender: what is coming (JSON)
   Accept = 11,        // receiver: ready, with what it needs (JSON)
   RootfsData = 12,    // sender: a chunk of the rootfs tar stream
@@ -66,6 +69,9 @@ std::string encode_frame(FrameType type, std::string_view payload);
 class FrameConn {
  public:
   explicit FrameConn(UniqueFd fd, std::string peer = "peer");
+  FrameConn(FrameConn&&) noexcept;
+  FrameConn& operator=(FrameConn&&) noexcept;
+  ~FrameConn();
 
   // Larger frames are refused before their payload is read.
   void set_max_frame(size_t bytes) { max_frame_ = bytes; }
@@ -84,13 +90,22 @@ class FrameConn {
   // Sends an Error frame, ignoring failures (the link may be gone).
   void send_error_quietly(std::string_view message) noexcept;
 
+  // Runs the TLS handshake (auth.hpp starts it after the clear-text
+  // hello); from then on every frame travels inside TLS. Throws Error.
+  void start_tls(std::unique_ptr<TlsSession> tls);
+  bool encrypted() const { return tls_ != nullptr; }
+  const TlsSession* tls() const { return tls_.get(); }
+
   int fd() const { return fd_.get(); }
   const std::string& peer() const { return peer_; }
   uint64_t bytes_sent() const { return bytes_sent_; }
   uint64_t bytes_received() const { return bytes_received_; }
   void shutdown() noexcept;
   // Gives up the socket (e.g. to hand an authenticated channel to CRIU).
-  UniqueFd release_fd() { return std::move(fd_); }
+  // A TLS connection is switched to kernel TLS first (TlsSession::
+  // hand_to_kernel), so whoever uses the fd reads and writes clear text
+  // while the wire stays encrypted; throws Error when that cannot be done.
+  UniqueFd release_fd();
 
  private:
   void write_all(const char* data, size_t len);
@@ -98,6 +113,8 @@ class FrameConn {
   void wait_ready(short events, const char* what);
 
   UniqueFd fd_;
+  std::unique_ptr<TlsSession> tls_;  // set once TLS runs on fd_
+  bool tls_failed_ = false;
   std::string peer_;
   size_t max_frame_ = kDefaultMaxFrame;
   std::chrono::milliseconds timeout_{30000};

@@ -1,6 +1,7 @@
 #include "migrate/receiver.hpp"
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <cctype>
@@ -58,7 +59,8 @@ class Receiver {
   MigrationReport run() {
     try {
       clock_.begin("authenticate");
-      AuthPeer who = authenticate_as_server(conn_, *o_.key);
+      AuthPeer who = authenticate_as_server(conn_, *o_.key, o_.wire);
+      rep_.security = wire_security_name(o_.wire);
       if (who.channel != "control") throw Error("expected a control connection, got " + who.channel);
       session_ = who.session;
       clock_.begin("manifest");
@@ -148,14 +150,21 @@ class Receiver {
           restore(dir_ + "/" + std::to_string(last_round));
           return;
         case FrameType::Abort:
-          throw Error("the sender aborted: " + f.payload);
+          throw Error(with_page_failure("the sender aborted: " + f.payload));
         case FrameType::Error:
-          throw Error("the sender failed: " + f.payload);
+          throw Error(with_page_failure("the sender failed: " + f.payload));
         default:
           throw Error("unexpected " + std::string(frame_type_name(f.type)) + " frame from " +
                       conn_.peer());
       }
     }
+  }
+
+  // A sender whose page channel broke says only that its page server
+  // went away; what this side saw first (an altered record) comes first.
+  std::string with_page_failure(const std::string& what) const {
+    std::string why = page_sink_ ? page_sink_->failure() : std::string();
+    return why.empty() ? what : why + "; " + what;
   }
 
   void start_round(const RoundStart& r) {
@@ -178,12 +187,14 @@ class Receiver {
     FrameConn pc(std::move(fd), "page channel " + peer);
     pc.set_timeout(o_.timeout);
     detect_dead_peer(pc.fd(), o_.timeout);
-    AuthPeer who = authenticate_as_server(pc, *o_.key);
+    AuthPeer who = authenticate_as_server(pc, *o_.key, o_.wire);
     if (who.channel != "pages" || who.session != session_) {
       pc.send_error_quietly("busy: another migration is in progress");
       throw Error("a connection from " + peer + " arrived where the page channel was expected");
     }
-    return pc.release_fd();
+    UniqueFd channel = pc.release_fd();  // TLS: now kernel TLS
+    if (o_.wire == WireSecurity::Tls) rep_.security = "tls+ktls";
+    return channel;
   }
 
   void restore(const std::string& images_dir) {
@@ -248,6 +259,7 @@ class Receiver {
 MigrationReport receive_one(TcpListener& listener, UniqueFd control, const std::string& peer,
                             DestinationSide& dest, const ReceiverOptions& opts) {
   if (!opts.key) throw Error("receive: no key");
+  ::signal(SIGPIPE, SIG_IGN);  // as migrate_out: a peer gone is an error, not a kill
   return Receiver(listener, std::move(control), peer, dest, opts).run();
 }
 

@@ -133,6 +133,9 @@ std::string MigrationReport::to_text() const {
     out += buf;
   }
   if (!pre_copy_stop.empty()) out += "  pre-copy stopped: " + pre_copy_stop + "\n";
+  if (security == "tls+ktls") out += "  security: TLS 1.3 (shared key), pages in kernel TLS\n";
+  if (security == "tls") out += "  security: TLS 1.3 (shared key)\n";
+  if (security == "plaintext") out += "  security: none, clear text (--insecure-plaintext)\n";
   std::snprintf(buf, sizeof buf,
                 "  moved: memory %s, images %s, rootfs %s, control link %s\n"
                 "  downtime %.3f s, total %.3f s\n",
@@ -174,6 +177,7 @@ std::string MigrationReport::to_json() const {
                            {"seconds", r.seconds}});
   }
   if (!pre_copy_stop.empty()) j["pre_copy_stop"] = pre_copy_stop;
+  if (!security.empty()) j["security"] = security;
   j["bytes"] = {{"pages", page_bytes()},
                 {"images", image_bytes()},
                 {"rootfs", rootfs_bytes},

@@ -1,5 +1,6 @@
 #include "migrate/sender.hpp"
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -9,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "migrate/image_stream.hpp"
+#include "migrate/kernel_tls.hpp"
 #include "migrate/precopy.hpp"
 #include "migrate/rootfs_stream.hpp"
 
@@ -88,10 +90,18 @@ class Sender {
 
   void connect() {
     clock_.begin("connect");
+    // Before anything is frozen: the page channel needs kernel TLS here.
+    std::string why;
+    if (o_.wire == WireSecurity::Tls && !kernel_tls_available(&why)) {
+      throw Error("cannot encrypt the page channel: " + why +
+                      "; load it, or pass --insecure-plaintext to both crx migrate and crx receive",
+                  Cause::Unsupported);
+    }
     conn_.emplace(connect_tcp(o_.to, o_.timeout), "receiver " + o_.to.str());
     conn_->set_timeout(o_.timeout);
     detect_dead_peer(conn_->fd(), o_.timeout);
-    authenticate_as_client(*conn_, *o_.key, "control", session_);
+    authenticate_as_client(*conn_, *o_.key, "control", session_, o_.wire);
+    rep_.security = wire_security_name(o_.wire);
     Manifest m = o_.manifest;
     m.pre_copy_rounds = o_.pre_copy.max_rounds;
     conn_->send(FrameType::Manifest, to_json(m));
@@ -163,8 +173,9 @@ class Sender {
 
     FrameConn pages(connect_tcp(o_.to, o_.timeout), "page channel " + o_.to.str());
     pages.set_timeout(o_.timeout);
-    authenticate_as_client(pages, *o_.key, "pages", session_);
-    UniqueFd page_fd = pages.release_fd();
+    authenticate_as_client(pages, *o_.key, "pages", session_, o_.wire);
+    UniqueFd page_fd = pages.release_fd();  // TLS: now kernel TLS
+    if (o_.wire == WireSecurity::Tls) rep_.security = "tls+ktls";
     set_socket_timeouts(page_fd.get(), o_.timeout);
     detect_dead_peer(page_fd.get(), o_.timeout);
 
@@ -238,6 +249,12 @@ class Sender {
 
 MigrationReport migrate_out(SourceSide& source, const SenderOptions& opts) {
   if (!opts.key) throw Error("migrate: no key");
+  // A socket write to a peer gone must fail with EPIPE, not kill crx
+  // without a report. Not only our own writes: closing the kernel-TLS page
+  // channel flushes a record CRIU left half sent (after its write timed
+  // out on a dead link), and that flush raised SIGPIPE in crx (exit by
+  // signal 13, no report). Children get SIGPIPE back (child_process.cpp).
+  ::signal(SIGPIPE, SIG_IGN);
   return Sender(source, opts).run();
 }
 

@@ -19,6 +19,9 @@ namespace crx::migrate {
 struct SenderOptions {
   HostPort to;
   const SharedKey* key = nullptr;
+  // TLS on both connections, pages in kernel TLS; Plaintext only with
+  // --insecure-plaintext (the receiver must say the same).
+  WireSecurity wire = WireSecurity::Tls;
   Manifest manifest;        // id, bundle, config hash... filled by the caller
   std::string rootfs_bundle;  // bundle dir to stream if the receiver asks
   std::string work_dir;     // RAM dir for this migration's images (created, removed)

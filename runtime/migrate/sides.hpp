@@ -37,6 +37,8 @@ class PageSink {
  public:
   virtual ~PageSink() = default;
   virtual void wait(std::chrono::milliseconds timeout) = 0;
+  // Why the page stream broke, when the sink knows already ("" else).
+  virtual std::string failure() const { return {}; }
 };
 
 class DestinationSide {

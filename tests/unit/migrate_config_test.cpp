@@ -23,6 +23,7 @@ TEST(MigrateConfig, EmptyFileOrOtherSectionsGiveDefaults) {
   EXPECT_EQ(c.listen, "0.0.0.0:7070");
   EXPECT_EQ(c.key_file, "/etc/crx/migrate.key");
   EXPECT_EQ(c.pre_copy.max_rounds, 0);
+  EXPECT_FALSE(c.insecure_plaintext) << "TLS unless asked otherwise";
   auto d = parse_migrate_config("runtime:\n  root: /run/crx\n", "x");
   EXPECT_EQ(d.image_dir, "/run/crx/migrate");
 }
@@ -44,6 +45,13 @@ migration:
   EXPECT_EQ(c.timeout_seconds, 90);
   EXPECT_EQ(c.pre_copy.max_rounds, 4);
   EXPECT_DOUBLE_EQ(c.pre_copy.min_shrink_percent, 35.5);
+}
+
+TEST(MigrateConfig, InsecurePlaintextIsABoolean) {
+  EXPECT_TRUE(parse_migrate_config("migration:\n  insecure_plaintext: true\n", "x").insecure_plaintext);
+  EXPECT_FALSE(parse_migrate_config("migration:\n  insecure_plaintext: false\n", "x").insecure_plaintext);
+  EXPECT_EQ(error_of("migration:\n  insecure_plaintext: maybe\n"),
+            "/etc/crx/config.yaml: migration.insecure_plaintext has the wrong type");
 }
 
 TEST(MigrateConfig, UnknownKeysAreNamed) {

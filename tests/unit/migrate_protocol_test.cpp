@@ -14,6 +14,7 @@
 #include "migrate/image_stream.hpp"
 #include "migrate/receiver.hpp"
 #include "migrate/sender.hpp"
+#include "migrate_test_wire.hpp"
 
 namespace {
 
@@ -145,6 +146,8 @@ struct Harness {
   Outcome run() {
     TcpListener listener(parse_host_port("127.0.0.1:0"));
     ReceiverOptions ro;
+  ro.wire = crx::test::protocol_test_wire();
+    ro.wire = crx::test::protocol_test_wire();
     ro.key = &key;
     ro.image_root = root + "/dst";
     ro.timeout = 10s;
@@ -155,6 +158,8 @@ struct Harness {
       return receive_one(listener, std::move(fd), peer, dst, ro);
     });
     SenderOptions so;
+    so.wire = crx::test::protocol_test_wire();
+  so.wire = crx::test::protocol_test_wire();
     so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
     so.key = &sender_key;
     so.manifest.id = id;
@@ -285,7 +290,7 @@ TEST(MigrateProtocol, ReceiverDyingMidTransferResumesTheSource) {
   TcpListener listener(parse_host_port("127.0.0.1:0"));
   auto receiver = std::async(std::launch::async, [&] {
     FrameConn c(listener.accept(10s), "sender");
-    authenticate_as_server(c, key);
+    authenticate_as_server(c, key, crx::test::protocol_test_wire());
     Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
     c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
     c.expect(FrameType::RoundStart);
@@ -293,6 +298,7 @@ TEST(MigrateProtocol, ReceiverDyingMidTransferResumesTheSource) {
   });
   FakeSource src;
   SenderOptions so;
+  so.wire = crx::test::protocol_test_wire();
   so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
   so.key = &key;
   so.manifest.id = "c1";
@@ -318,6 +324,7 @@ TEST(MigrateProtocol, ReceiverNotListeningIsAClearErrorAndTouchesNothing) {
   }
   std::string root = temp_dir();
   SenderOptions so;
+  so.wire = crx::test::protocol_test_wire();
   so.to = parse_host_port("127.0.0.1:" + std::to_string(port));
   so.key = &key;
   so.manifest.id = "c1";
@@ -336,6 +343,7 @@ TEST(MigrateProtocol, GarbageSenderIsRefusedAndLeavesNothing) {
   Harness h;
   TcpListener listener(parse_host_port("127.0.0.1:0"));
   ReceiverOptions ro;
+  ro.wire = crx::test::protocol_test_wire();
   ro.key = &h.key;
   ro.image_root = h.root + "/dst";
   ro.timeout = 5s;
@@ -378,15 +386,16 @@ TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   auto receiver = std::async(std::launch::async, [&] {
     FrameConn c(listener.accept(10s), "sender");
     c.set_timeout(10s);
-    authenticate_as_server(c, key);
+    authenticate_as_server(c, key, crx::test::protocol_test_wire());
     Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
     c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
     c.expect(FrameType::RoundStart);
     c.send(FrameType::PageServerReady);
     FrameConn pages(listener.accept(10s), "pages");
-    authenticate_as_server(pages, key);
+    authenticate_as_server(pages, key, crx::test::protocol_test_wire());
+    crx::UniqueFd page_fd = pages.release_fd();
     char buf[65536];
-    while (::read(pages.fd(), buf, sizeof buf) > 0) {
+    while (::read(page_fd.get(), buf, sizeof buf) > 0) {
     }
     for (;;) {
       Frame f = c.receive();
@@ -400,6 +409,7 @@ TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   });
   FakeSource src;
   SenderOptions so;
+  so.wire = crx::test::protocol_test_wire();
   so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
   so.key = &key;
   so.manifest.id = "c1";

@@ -11,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "fake_rdma_host.hpp"
+#include "migrate_test_wire.hpp"
 #include "migrate/receiver.hpp"
 #include "migrate/sender.hpp"
 #include "migrate/verbs_destination.hpp"
@@ -147,6 +148,7 @@ struct Harness {
   void run() {
     TcpListener listener(parse_host_port("127.0.0.1:0"));
     ReceiverOptions ro;
+    ro.wire = crx::test::protocol_test_wire();
     ro.key = &key;
     ro.image_root = root + "/dst";
     ro.timeout = 10s;
@@ -158,6 +160,7 @@ struct Harness {
       return receive_one(listener, std::move(fd), peer, vdst, ro);
     });
     SenderOptions so;
+    so.wire = crx::test::protocol_test_wire();
     so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
     so.key = &key;
     so.manifest.id = "c1";

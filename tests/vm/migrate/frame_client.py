@@ -1,6 +1,9 @@
 #!/usr/bin/python3
 """A tiny client for crx's migration frames (runtime/migrate/frame.hpp) that
 sends bad input on purpose: `frame_client.py CASE HOST PORT KEYFILE`.
+It speaks the clear-text handshake (a receiver with --insecure-plaintext):
+python3's ssl module has no TLS 1.3 external PSK; before authentication
+the framing is the same for a TLS receiver.
 
 It prints one JSON line: the text of the Error frame the receiver answered
 with (if any) and whether the receiver then closed the connection.  Runs in
@@ -61,7 +64,8 @@ def authenticate(s, key, channel=b"control"):
     nonce_c = os.urandom(32)
     s.sendall(frame(HELLO, json.dumps({"version": 1, "channel": channel.decode(),
                                        "session": session.decode(),
-                                       "nonce": nonce_c.hex()}).encode()))
+                                       "nonce": nonce_c.hex(),
+                                       "security": "plaintext"}).encode()))
     ftype, payload = recv_frame(s)
     if ftype != CHALLENGE:
         raise SystemExit(f"expected a challenge, got frame type {ftype}: {payload!r}")
@@ -138,11 +142,18 @@ def image_outside_round_after_auth(s, key):
     s.sendall(frame(IMAGE_DATA, b"pages-1.img\0" + b"\0" * 32))
 
 
+def clear_text_hello(s, key):
+    # A clear-text sender against a TLS receiver: refused at the hello.
+    s.sendall(frame(HELLO, json.dumps({"version": 1, "channel": "control", "session": "00",
+                                       "nonce": os.urandom(32).hex(),
+                                       "security": "plaintext"}).encode()))
+
+
 CASES = {f.__name__: f for f in (
     garbage_before_auth, oversized_before_auth, unknown_type_before_auth,
     truncated_before_auth, manifest_before_auth, oversized_after_auth,
     unknown_type_after_auth, corrupt_after_auth, truncated_after_auth,
-    image_outside_round_after_auth)}
+    image_outside_round_after_auth, clear_text_hello)}
 
 
 def main():

@@ -2,7 +2,9 @@
 """`crx receive` against bad input on its port: garbage before the
 handshake, oversized, unknown-type, corrupt and truncated frames before and
 after authentication (frame_client.py speaks the framing of
-runtime/migrate/frame.hpp).  Each is refused with one clear line, the
+runtime/migrate/frame.hpp; clear text, so the receiver runs with
+--insecure-plaintext, except for the cases against a TLS receiver).  Each
+is refused with one clear line, the
 listener serves on, and nothing is left behind: no image dir, no CRIU, no
 container; a --once receiver exits non-zero and unmounts its RAM dir."""
 import json
@@ -37,6 +39,11 @@ CASES = {
     "truncated_after_auth": "in the middle of a frame",
     "image_outside_round_after_auth": "unexpected image-data frame",
 }
+# Against a receiver with TLS (the default): refused as early.
+TLS_CASES = {
+    "garbage_before_auth": "bad magic",
+    "clear_text_hello": "this receiver requires TLS",
+}
 
 
 class BadInputTest(VmTestCase):
@@ -44,7 +51,7 @@ class BadInputTest(VmTestCase):
         self.tb = self.boot(1, rxe=False)
         self.sh(self.tb, 0, f"printf %s {KEY} > /tmp/key && chmod 600 /tmp/key")
 
-    def start_receiver(self, extra=""):
+    def start_receiver(self, extra="--insecure-plaintext"):
         h = self.tb.spawn(0, f"exec {CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key "
                              f"--image-dir {IMAGES} --timeout 20 {extra} 2>{LOG}")
         deadline = time.monotonic() + 60
@@ -98,16 +105,19 @@ class BadInputTest(VmTestCase):
                          "the RAM dir stayed mounted after SIGTERM")
 
     def test_once_receiver_exits_non_zero_and_cleans_up(self):
-        for case in ("oversized_after_auth", "garbage_before_auth"):
+        for case, extra, expect in (
+                ("oversized_after_auth", "--insecure-plaintext", CASES["oversized_after_auth"]),
+                ("garbage_before_auth", "", TLS_CASES["garbage_before_auth"]),
+                ("clear_text_hello", "", TLS_CASES["clear_text_hello"])):
             with self.subTest(case=case):
-                rh = self.start_receiver("--once")
+                rh = self.start_receiver("--once " + extra)
                 self.send_case(case)
                 rc, out, err = self.tb.wait(rh, timeout=120)
                 self.assertNotEqual(rc, 0, f"{case}: receive --once must fail")
                 errors = [line for line in self.sh(self.tb, 0, f"cat {LOG}").splitlines()
                           if "error" in line or line.startswith("crx: ")]
                 self.assertEqual(len(errors), 1, f"{case}: one error line expected:\n{errors}")
-                self.assertIn(CASES[case], errors[0])
+                self.assertIn(expect, errors[0])
                 self.assert_nothing_left()
                 self.assertEqual(self.tb.run(0, f"grep -q ' {IMAGES} ' /proc/mounts")[0], 1,
                                  "the RAM dir stayed mounted")

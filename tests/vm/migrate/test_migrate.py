@@ -21,6 +21,7 @@ BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
 CRX = os.path.join(BUILD, "crx")
 KEY = "0123456789abcdef0123456789abcdef"
 PORT = 7070
+RELAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tamper_relay.py")
 
 
 COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"
@@ -160,6 +161,9 @@ class MigrateTest(Receiving, Base):
         report = json.loads(out.strip().splitlines()[-1])
         self.assertEqual(report["outcome"], "migrated")
         self.assertGreater(report["downtime_seconds"], 0)
+        # TLS by default, the pages in kernel TLS (CRIU's fd) on both ends.
+        self.assertEqual(report["security"], "tls+ktls")
+        self.assertEqual(json.loads(rout.strip().splitlines()[-1])["security"], "tls+ktls")
         # Pre-copy pays off: the idle shell's memory went over in the first
         # round, the final (frozen) dump carries less.
         rounds = report["rounds"]
@@ -230,6 +234,32 @@ class MigrateTest(Receiving, Base):
         self.assertIn("authentication failed", err)
         self.assertIn("authentication failed", rerr)
         self.assert_one_copy_on_the_source(tb)
+
+    def test_tampered_page_stream_leaves_the_source_running(self):
+        """An on-path attacker without the key (tamper_relay.py on g0, between
+        crx migrate and g1) flips one bit of the page channel: g1's kernel
+        refuses the TLS record, the migration rolls back, the source counts
+        on and g1 keeps nothing."""
+        tb = self.two_guests()
+        self.run_counter(tb)
+        rh = self.start_receiver(tb)
+        relay = tb.spawn(0, f"exec python3 {RELAY} 7171 {tb.ip(1)} {PORT} 2 4096 "
+                            "> /tmp/relay.log 2>&1")
+        while tb.run(0, "grep -q listening /tmp/relay.log")[0] != 0:
+            self.assertFalse(relay.done.is_set(), f"the relay exited: {relay.result}")
+            time.sleep(0.3)
+        rc, out, err = tb.run(0, f"{CRX} migrate c1 --to 127.0.0.1:7171 --key /tmp/key "
+                                 "--format json", timeout=900)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        print("sender:", out, err, "receiver:", rerr, sep="\n", flush=True)
+        self.assertIn("tampered", self.sh(tb, 0, "cat /tmp/relay.log"))
+        self.assertNotEqual(rc, 0)
+        self.assertEqual(json.loads(out.strip().splitlines()[-1])["outcome"], "rolled back")
+        self.assertNotEqual(rrc, 0, "the receiver must refuse the altered pages")
+        self.assertIn("failed TLS's integrity check", rerr)
+        self.assert_one_copy_on_the_source(tb)
+        self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
+        tb.kill(relay, 9)
 
     def test_failed_restore_resumes_the_source(self):
         tb = self.two_guests()

@@ -1,0 +1,185 @@
+#include "migrate/page_relay.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/log.hpp"
+
+#ifndef TCP_ULP
+#define TCP_ULP 31
+#endif
+
+namespace crx::migrate {
+
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;  // a default pipe's capacity; four TLS records
+
+// Writes all of data to a socket; false with errno set on failure.
+bool send_all(int fd, const char* data, size_t len) {
+  while (len > 0) {
+    ssize_t n = ::send(fd, data, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data += n;
+    len -= static_cast<size_t>(n);
+  }
+  return true;
+}
+
+[[noreturn]] void throw_network_error(int err) {
+  if (err == EBADMSG)
+    throw Error("the page channel failed TLS's integrity check (a record was altered on the way)");
+  throw_errno("reading the page channel", err);
+}
+
+}  // namespace
+
+bool is_kernel_tls_socket(int fd) {
+  char name[16] = {};
+  socklen_t len = sizeof name;
+  if (::getsockopt(fd, IPPROTO_TCP, TCP_ULP, name, &len) != 0) return false;
+  return std::strncmp(name, "tls", sizeof name) == 0;
+}
+
+PageRelay::PageRelay(UniqueFd tls_socket, Mode mode) : tls_(std::move(tls_socket)), mode_(mode) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    throw_errno("socketpair for the page channel");
+  local_ = UniqueFd(sv[0]);
+  peer_ = UniqueFd(sv[1]);
+  int flags = ::fcntl(tls_.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(tls_.get(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+    throw_errno("making the page channel blocking");
+  thread_ = std::thread([this] { run(); });
+}
+
+PageRelay::~PageRelay() { stop(); }
+
+UniqueFd PageRelay::take_peer_end() { return std::move(peer_); }
+
+void PageRelay::stop() {
+  stopping_ = true;
+  if (thread_.joinable()) {
+    {
+      // Wakes the thread wherever it blocks: reading or writing either
+      // socket. The thread closes the network socket when it ends: only
+      // under the lock, so this never shuts down a reused fd number.
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (tls_) ::shutdown(tls_.get(), SHUT_RDWR);
+    }
+    ::shutdown(local_.get(), SHUT_RDWR);
+    thread_.join();
+  }
+}
+
+void PageRelay::join() {
+  if (thread_.joinable()) thread_.join();
+}
+
+std::string PageRelay::error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return error_;
+}
+
+void PageRelay::fail(const std::string& what) {
+  if (stopping_) return;  // the owner ended it: not the relay's failure
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_.empty()) error_ = what;
+}
+
+// One record or more from the kTLS socket to CRIU's end. Blocks until the
+// kernel has opened a whole record (the point of the relay).
+bool PageRelay::network_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
+  if (mode_ == Mode::Splice) {
+    ssize_t n = ::splice(tls_.get(), nullptr, pipe_w, nullptr, kChunk, SPLICE_F_MOVE);
+    if (n < 0 && errno == EINTR) return true;
+    if (n < 0 && errno == EINVAL && bytes_in_ == 0) {
+      log::debug("page relay: no splice from kernel TLS here, copying");
+      mode_ = Mode::Copy;
+      return network_to_local(pipe_r, pipe_w, buf, len);
+    }
+    if (n < 0) throw_network_error(errno);
+    if (n == 0) return false;
+    bytes_in_ += static_cast<uint64_t>(n);
+    while (n > 0) {
+      ssize_t m = ::splice(pipe_r, nullptr, local_.get(), nullptr, static_cast<size_t>(n),
+                           SPLICE_F_MOVE);
+      if (m < 0 && errno == EINTR) continue;
+      if (m <= 0) throw_errno("passing pages to criu page-server");
+      n -= m;
+    }
+    return true;
+  }
+  ssize_t n = ::read(tls_.get(), buf, len);
+  if (n < 0 && errno == EINTR) return true;
+  if (n < 0) throw_network_error(errno);
+  if (n == 0) return false;
+  bytes_in_ += static_cast<uint64_t>(n);
+  if (!send_all(local_.get(), buf, static_cast<size_t>(n)))
+    throw_errno("passing pages to criu page-server");
+  return true;
+}
+
+void PageRelay::run() {
+  // A peer gone while splicing into its socket raises SIGPIPE in this
+  // thread; blocked here it stays pending and dies with the thread.
+  sigset_t pipe_sig;
+  sigemptyset(&pipe_sig);
+  sigaddset(&pipe_sig, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_sig, nullptr);
+  std::vector<char> buf(kChunk);
+  int pipe_fds[2] = {-1, -1};
+  if (mode_ == Mode::Splice && ::pipe2(pipe_fds, O_CLOEXEC) != 0) mode_ = Mode::Copy;
+  UniqueFd pipe_r(pipe_fds[0]), pipe_w(pipe_fds[1]);
+  bool network_eof = false;
+  try {
+    for (;;) {
+      pollfd fds[2] = {{local_.get(), POLLIN, 0},
+                       {network_eof ? -1 : tls_.get(), POLLIN, 0}};
+      if (::poll(fds, 2, -1) < 0) {
+        if (errno == EINTR) continue;
+        throw_errno("poll on the page channel");
+      }
+      if (stopping_) break;
+      // CRIU's answers (a few bytes per flush) go back to the sender.
+      if (fds[0].revents) {
+        char reply[4096];
+        ssize_t n = ::read(local_.get(), reply, sizeof reply);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        if (n < 0) throw_errno("reading criu page-server's answer");
+        if (n == 0) break;  // the page server is done
+        if (!send_all(tls_.get(), reply, static_cast<size_t>(n)))
+          throw_errno("sending criu page-server's answer");
+      }
+      if (!network_eof && fds[1].revents) {
+        if (!network_to_local(pipe_r.get(), pipe_w.get(), buf.data(), buf.size())) {
+          network_eof = true;
+          ::shutdown(local_.get(), SHUT_WR);  // CRIU reads the end of the stream
+        }
+      }
+    }
+  } catch (const std::exception& e) {
+    fail(e.what());
+  }
+  // CRIU sees the end of its socket whatever ended the relay, and the
+  // sender sees the end of the page channel at once (unread bytes make
+  // the close a reset): a sender whose pages are no longer read must not
+  // wait for a full TCP window until its time-out.
+  ::shutdown(local_.get(), SHUT_RDWR);
+  std::lock_guard<std::mutex> lock(mutex_);
+  tls_.reset();
+}
+
+}  // namespace crx::migrate

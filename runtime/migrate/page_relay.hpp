@@ -1,0 +1,72 @@
+// The receive side's page channel in kernel TLS, handed to `criu
+// page-server` through one end of a socketpair, with a crx thread moving
+// the bytes in between.
+//
+// Why: CRIU 3.17's page server polls its socket and then splice()s from it
+// with SPLICE_F_NONBLOCK (criu/page-xfer.c, page_server_add). On a kTLS
+// receiving socket poll() says "readable" as soon as TCP holds any byte,
+// but the kernel (6.1's tls_sw_splice_read) returns EAGAIN until a whole
+// record has arrived and been opened; CRIU takes that EAGAIN for a broken
+// socket and every migration rolled back. A unix socket gives CRIU what it
+// expects (readable means data to splice), and the relay reads the kTLS
+// socket blocking, a record at a time.
+//
+// One owner, one thread: the relay ends when CRIU closes its end (the page
+// server is done), on an error of either socket, or when the owner stops
+// it; the destructor stops and joins it on every path. When it ends it
+// closes the network socket, so the sender learns at once that its pages
+// are no longer read.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/unique_fd.hpp"
+
+namespace crx::migrate {
+
+// Whether fd is a TCP socket in kernel TLS (its TCP_ULP is "tls").
+bool is_kernel_tls_socket(int fd);
+
+class PageRelay {
+ public:
+  // Splice: kTLS -> pipe -> unix socket with blocking splice(2); falls back
+  // to Copy when the kernel refuses to splice from the kTLS socket.
+  // Copy: read(2) into a buffer, write(2) out.
+  enum class Mode { Splice, Copy };
+
+  // Takes the kTLS socket (blocking); creates the socketpair. Throws Error.
+  explicit PageRelay(UniqueFd tls_socket, Mode mode = Mode::Splice);
+  ~PageRelay();
+  PageRelay(const PageRelay&) = delete;
+  PageRelay& operator=(const PageRelay&) = delete;
+
+  // The end for CRIU (once; the caller hands it on and closes its copy).
+  UniqueFd take_peer_end();
+  // Ends the relay (shuts both sockets down) and joins it; idempotent.
+  void stop();
+  // Joins the relay, which must be ending by itself (the peer end closed).
+  void join();
+  // What broke the relay before stop(), "" if nothing did.
+  std::string error() const;
+  uint64_t bytes_from_network() const { return bytes_in_.load(); }
+  // The mode in use (Copy after a fallback).
+  Mode mode() const { return mode_.load(); }
+
+ private:
+  void run();
+  bool network_to_local(int pipe_r, int pipe_w, char* buf, size_t len);  // false: EOF
+  void fail(const std::string& what);
+
+  UniqueFd tls_, local_, peer_;
+  std::atomic<Mode> mode_;
+  std::atomic<bool> stopping_{false};
+  std::atomic<uint64_t> bytes_in_{0};
+  mutable std::mutex mutex_;  // error_, and tls_ being closed by the thread
+  std::string error_;
+  std::thread thread_;
+};
+
+}  // namespace crx::migrate

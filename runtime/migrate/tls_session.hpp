@@ -1,0 +1,77 @@
+// One TLS 1.3 connection of a migration (OpenSSL 3.0), keyed by the shared
+// key as an external PSK: no certificates, no session tickets. The PSK
+// identity names the channel and the session ("crx-migrate-v1 pages
+// 5f0c..."), so it is covered by the handshake's binder: a relay cannot
+// move a connection to another channel or migration.
+//
+// Non-blocking: each call makes one attempt and says what it waits for;
+// FrameConn polls the socket with its time-out in between. Calls may come
+// from two threads (one sending, one receiving): they are serialised here.
+// The session never owns the socket.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+typedef struct ssl_st SSL;
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct ssl_session_st SSL_SESSION;
+typedef struct evp_md_st EVP_MD;
+
+namespace crx::migrate {
+
+class SharedKey;
+
+enum class TlsIo { Done, WantRead, WantWrite, Eof };
+
+class TlsSession {
+ public:
+  enum class Role { Client, Server };
+  static constexpr const char* kIdentityPrefix = "crx-migrate-v1";
+
+  // `kernel`: the connection will be handed to the kernel after the
+  // handshake (the page channel; see kernel_tls.hpp).
+  TlsSession(Role role, const SharedKey& key, int fd, std::string peer, bool kernel);
+  ~TlsSession();
+  TlsSession(const TlsSession&) = delete;
+  TlsSession& operator=(const TlsSession&) = delete;
+
+  // The client's identity to offer: "<prefix> <channel> <session>".
+  void set_identity(std::string identity) { identity_ = std::move(identity); }
+  // The server's: the identity the client offered (after the handshake).
+  const std::string& identity() const { return identity_; }
+
+  // Throws Error on a failed handshake: "authentication failed: ..." when
+  // the keys differ (Cause::Permission), else what TLS said.
+  TlsIo handshake();
+  TlsIo read(char* data, size_t len, size_t* got);
+  TlsIo write(const char* data, size_t len, size_t* put);
+
+  // The page channel: sending and receiving switched to the kernel (throws
+  // Error naming what is missing), nothing left in OpenSSL's buffers, the
+  // socket blocking again. From then on the fd is used without OpenSSL.
+  void hand_to_kernel();
+
+ private:
+  static int use_psk(SSL*, const EVP_MD*, const unsigned char**, size_t*, SSL_SESSION**);
+  static int find_psk(SSL*, const unsigned char*, size_t, SSL_SESSION**);
+  static void keylog(const SSL*, const char*);
+  SSL_SESSION* psk_session();
+  [[noreturn]] void fail(const char* what, int ssl_error);
+
+  Role role_;
+  int fd_;
+  std::string peer_;
+  bool kernel_;
+  std::string psk_;
+  std::string identity_;
+  bool unknown_identity_ = false;
+  std::string peer_secret_;  // the peer's application traffic secret (kernel mode)
+  SSL_CTX* ctx_ = nullptr;
+  SSL* ssl_ = nullptr;
+  std::mutex mutex_;
+};
+
+}  // namespace crx::migrate

@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "checkpoint/carried_state.hpp"
-#include "checkpoint/child_process.hpp"
+#include "common/child_process.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/unix_sockets.hpp"
 #include "common/error.hpp"
@@ -47,9 +47,9 @@ class CriuPageSink : public PageSink {
       channel = relay_->take_peer_end();
     }
     std::string fd = std::to_string(channel.get());
-    child_ = checkpoint::spawn({"criu", "page-server", "--images-dir", dir, "--ps-socket", fd,
-                                "--log-file", dir + ".page-server.log", "-v4"},
-                               {channel.get()}, true);
+    child_ = spawn({"criu", "page-server", "--images-dir", dir, "--ps-socket", fd, "--log-file",
+                    dir + ".page-server.log", "-v4"},
+                   {.keep_fds = {channel.get()}, .quiet = true});
     // criu holds it now; our copy closes here
   }
   ~CriuPageSink() override {
@@ -79,7 +79,7 @@ class CriuPageSink : public PageSink {
         tail = checkpoint::criu_log_tail(read_file(dir_ + ".page-server.log"));
       } catch (const std::exception&) {
       }
-      std::string criu = "criu page-server " + checkpoint::describe_wait_status(status) +
+      std::string criu = "criu page-server " + describe_wait_status(status) +
                          (tail.empty() ? "" : ": " + tail);
       if (!relay_error.empty()) throw Error(relay_error + " (" + criu + ")");
       throw Error(criu);
@@ -91,7 +91,7 @@ class CriuPageSink : public PageSink {
  private:
   std::string dir_;
   std::unique_ptr<PageRelay> relay_;
-  checkpoint::ChildProcess child_;
+  ChildProcess child_;
 };
 
 }  // namespace

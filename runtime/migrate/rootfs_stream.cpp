@@ -6,7 +6,7 @@
 
 #include <cerrno>
 
-#include "checkpoint/child_process.hpp"
+#include "common/child_process.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/retry_eintr.hpp"
@@ -28,9 +28,9 @@ struct Pipe {
   }
 };
 
-void check_tar(checkpoint::ChildProcess& tar, const std::string& what) {
+void check_tar(ChildProcess& tar, const std::string& what) {
   int status = tar.wait();
-  if (status != 0) throw Error(what + ": tar " + checkpoint::describe_wait_status(status));
+  if (status != 0) throw Error(what + ": tar " + describe_wait_status(status));
 }
 
 }  // namespace
@@ -47,9 +47,9 @@ std::string sha256_file(const std::string& path) { return sha256_hex(read_file(p
 
 uint64_t send_bundle(FrameConn& conn, const std::string& bundle_dir) {
   Pipe out;
-  auto tar = checkpoint::spawn({"tar", "--numeric-owner", "--xattrs", "-C", bundle_dir, "-cf", "-",
-                                "config.json", "rootfs"},
-                               {}, false, -1, out.write.get());
+  auto tar = spawn({"tar", "--numeric-owner", "--xattrs", "-C", bundle_dir, "-cf", "-", "config.json",
+                    "rootfs"},
+                   {.stdout_fd = out.write.get()});
   out.write.reset();
   std::string buf(kChunk, '\0');
   uint64_t total = 0;
@@ -71,8 +71,8 @@ uint64_t receive_bundle(FrameConn& conn, const std::string& dest_dir) {
   }
   mkdir_p(dest_dir, 0711);
   Pipe in;
-  auto tar = checkpoint::spawn({"tar", "--numeric-owner", "--xattrs", "-C", dest_dir, "-xf", "-"},
-                               {}, false, in.read.get(), -1);
+  auto tar = spawn({"tar", "--numeric-owner", "--xattrs", "-C", dest_dir, "-xf", "-"},
+                   {.stdin_fd = in.read.get()});
   in.read.reset();
   uint64_t total = 0;
   for (;;) {

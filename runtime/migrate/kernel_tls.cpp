@@ -14,13 +14,6 @@
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
 
-#ifndef SOL_TLS
-#define SOL_TLS 282
-#endif
-#ifndef TCP_ULP
-#define TCP_ULP 31
-#endif
-
 namespace crx::migrate {
 namespace {
 

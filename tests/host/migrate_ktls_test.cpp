@@ -30,13 +30,6 @@
 #include "migrate/net.hpp"
 #include "migrate/page_relay.hpp"
 
-#ifndef SOL_TLS
-#define SOL_TLS 282
-#endif
-#ifndef TCP_ULP
-#define TCP_ULP 31
-#endif
-
 namespace {
 
 using namespace crx::migrate;
@@ -139,21 +132,38 @@ TEST(MigrateKernelTls, BothEndsOfThePageChannelRunInTheKernel) {
   EXPECT_EQ(std::string(ack, 4), "ack!");
 }
 
+// Flips a byte 1000 bytes into what pc's tamper relay forwards next and
+// writes `pages` to the sender from a thread (the caller ends it).
+std::future<void> write_flipped(PageChannel& pc, const std::string& pages) {
+  pc.relay->tamper_at(pc.relay->forwarded() + 1000, crx::test::TamperRelay::Action::Flip);
+  return std::async(std::launch::async, [&pc, &pages] {
+    (void)::write(pc.sender.get(), pages.data(), pages.size());
+  });
+}
+
+// Reads fd until it ends: the last read's result, its errno, bytes read.
+struct Drained {
+  ssize_t last;
+  int err;
+  size_t total;
+};
+Drained drain(int fd) {
+  char buf[65536];
+  Drained d{0, 0, 0};
+  while ((d.last = ::read(fd, buf, sizeof buf)) > 0) d.total += static_cast<size_t>(d.last);
+  d.err = errno;
+  return d;
+}
+
 TEST(MigrateKernelTls, AFlippedByteInThePageStreamFailsTheKernelsCheck) {
   SKIP_WITHOUT_KTLS();
   PageChannel pc = page_channel();
-  pc.relay->tamper_at(pc.relay->forwarded() + 1000, crx::test::TamperRelay::Action::Flip);
   std::string pages(64 * 1024, 'p');
-  auto writer = std::async(std::launch::async, [&] {
-    (void)::write(pc.sender.get(), pages.data(), pages.size());
-  });
-  char buf[65536];
-  ssize_t n;
-  size_t total = 0;
-  while ((n = ::read(pc.receiver.get(), buf, sizeof buf)) > 0) total += static_cast<size_t>(n);
-  EXPECT_EQ(n, -1);
-  EXPECT_EQ(errno, EBADMSG) << std::strerror(errno);
-  EXPECT_LT(total, pages.size()) << "the altered record was delivered";
+  auto writer = write_flipped(pc, pages);
+  Drained d = drain(pc.receiver.get());
+  EXPECT_EQ(d.last, -1);
+  EXPECT_EQ(d.err, EBADMSG) << std::strerror(d.err);
+  EXPECT_LT(d.total, pages.size()) << "the altered record was delivered";
   pc.receiver.reset();
   writer.get();
 }
@@ -234,17 +244,11 @@ TEST(MigratePageRelay, AFlippedByteEndsTheRelayWithAnIntegrityError) {
   PageRelay relay(std::move(pc.receiver));
   crx::UniqueFd criu = relay.take_peer_end();
   EXPECT_FALSE(is_kernel_tls_socket(criu.get()));
-  pc.relay->tamper_at(pc.relay->forwarded() + 1000, crx::test::TamperRelay::Action::Flip);
   std::string pages(64 * 1024, 'p');
-  auto writer = std::async(std::launch::async, [&] {
-    (void)::write(pc.sender.get(), pages.data(), pages.size());
-  });
-  char buf[65536];
-  ssize_t n;
-  size_t total = 0;
-  while ((n = ::read(criu.get(), buf, sizeof buf)) > 0) total += static_cast<size_t>(n);
-  EXPECT_EQ(n, 0) << "criu sees the end of its socket";
-  EXPECT_LT(total, pages.size()) << "the altered record was delivered";
+  auto writer = write_flipped(pc, pages);
+  Drained d = drain(criu.get());
+  EXPECT_EQ(d.last, 0) << "criu sees the end of its socket";
+  EXPECT_LT(d.total, pages.size()) << "the altered record was delivered";
   relay.join();
   EXPECT_NE(relay.error().find("integrity"), std::string::npos) << relay.error();
   pc.sender.reset();

@@ -11,7 +11,7 @@
  * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
  * RXE_MIGR_ABI_VERSION, otherwise the method fails with EINVAL.
  *
- * Dump format (version 4), all fields host-endian, records 8-byte aligned:
+ * Dump format (version 5), all fields host-endian, records 8-byte aligned:
  *
  *   struct rxe_migr_dump_hdr             magic, version, count, total_len
  *   count x {
@@ -20,6 +20,7 @@
  *       RXE_MIGR_OBJ_ASYNC_EVENT    struct rxe_migr_event_file
  *       RXE_MIGR_OBJ_COMP_CHANNEL   struct rxe_migr_event_file
  *       RXE_MIGR_OBJ_PD    nothing
+ *       RXE_MIGR_OBJ_AH    struct rxe_migr_ah
  *       RXE_MIGR_OBJ_MR    struct rxe_migr_mr
  *       RXE_MIGR_OBJ_CQ    struct rxe_migr_cq, then queue.data_len bytes
  *       RXE_MIGR_OBJ_SRQ   struct rxe_migr_srq, then queue.data_len bytes
@@ -28,8 +29,8 @@
  *                          ring (0 for a QP on an SRQ)
  *   }
  *
- * Records are ordered by object type (ASYNC_EVENT, COMP_CHANNEL, PD, MR,
- * CQ, SRQ, QP) and by handle within a type, which is the order in which
+ * Records are ordered by object type (ASYNC_EVENT, COMP_CHANNEL, PD, AH,
+ * MR, CQ, SRQ, QP) and by handle within a type, which is the order in which
  * restore must recreate them.
  *
  * Event files.  The async event fd and the completion channels of a
@@ -46,7 +47,8 @@
  * CQ records name their channel by that handle.
  *
  * Versions 1 (no event file records, CQ without notify state), 2 (no
- * user handles) and 3 (no event counts) are refused.
+ * user handles), 3 (no event counts) and 4 (no address handles) are
+ * refused.
  * Ring data is the whole element array of the queue (num_elem * elem_size),
  * i.e. struct rxe_queue_buf.data of <rdma/rdma_user_rxe.h>; the indices are
  * in struct rxe_migr_queue.
@@ -57,14 +59,14 @@
 #include <linux/types.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 
-#define RXE_MIGR_ABI_VERSION	4
+#define RXE_MIGR_ABI_VERSION	5
 #define RXE_MIGR_MAGIC		0x474d5852u	/* "RXMG" little endian */
 
 /* methods of UVERBS_OBJECT_DEVICE in the driver namespace */
 enum rxe_migr_methods {
 	/* in: struct rxe_migr_set_next.  The next object of that type
 	 * created on this context gets the given number (QPN, MR index +
-	 * key byte, SRQ index); the create fails with EBUSY if the number
+	 * key byte, SRQ index, AH index); the create fails with EBUSY if the number
 	 * is taken.  number 0 clears. */
 	RXE_MIGR_METHOD_SET_NEXT = (1U << UVERBS_ID_NS_SHIFT),
 	/* in: struct rxe_migr_dump_req; out: bytes [offset, offset + out
@@ -141,6 +143,7 @@ enum rxe_migr_obj_type {
 	RXE_MIGR_OBJ_QP = 5,
 	RXE_MIGR_OBJ_ASYNC_EVENT = 6,	/* an async event fd */
 	RXE_MIGR_OBJ_COMP_CHANNEL = 7,	/* a completion channel fd */
+	RXE_MIGR_OBJ_AH = 8,		/* an address handle (UD sends) */
 };
 
 /* migration state of a QP, as dumped (the application sees RTS) */
@@ -159,8 +162,9 @@ enum rxe_migr_qps {
 
 struct rxe_migr_set_next {
 	__u32 version;
-	__u32 type;		/* RXE_MIGR_OBJ_QP, _MR or _SRQ */
-	__u32 number;		/* QPN / MR index / SRQ index; 0 clears */
+	__u32 type;		/* RXE_MIGR_OBJ_QP, _MR, _SRQ or _AH */
+	__u32 number;		/* QPN / MR index / SRQ index / AH index;
+				 * 0 clears */
 	__u32 key;		/* MR: low 8 bits of lkey/rkey, flags above */
 };
 
@@ -210,6 +214,26 @@ struct rxe_migr_mr {
 
 /* registered with RXE_MIGR_NEXT_MR_UNPINNED, not pinned yet */
 #define RXE_MIGR_MR_UNPINNED	(1u << 0)
+
+/* An address handle of the context.  A UD work request names its AH by
+ * ahn (librxe keeps it with the AH and writes it into each send WQE), so
+ * a restored AH must get the same ahn.  sgid_index is the source GID's
+ * index in the port's table: a restore on another node takes that node's
+ * GID at the same index (the table's layout is the same on every node of
+ * a network). */
+struct rxe_migr_ah {
+	__u32 pd_handle;
+	__u32 ahn;		/* pool index, as librxe's ah_num */
+	__u8 port_num;
+	__u8 sgid_index;
+	__u8 hop_limit;
+	__u8 traffic_class;
+	__u32 flow_label;
+	__u8 dgid[16];
+	__u8 dmac[6];
+	__u8 network_type;	/* RXE_NETWORK_TYPE_IPV4 / _IPV6 */
+	__u8 reserved;
+};
 
 struct rxe_migr_queue {
 	__u32 num_elem;		/* index_mask + 1 */

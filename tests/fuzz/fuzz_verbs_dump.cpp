@@ -16,6 +16,7 @@ namespace {
 size_t body_size(uint32_t type) {
   switch (type) {
     case RXE_MIGR_OBJ_PD: return 0;
+    case RXE_MIGR_OBJ_AH: return sizeof(rxe_migr_ah);
     case RXE_MIGR_OBJ_MR: return sizeof(rxe_migr_mr);
     case RXE_MIGR_OBJ_CQ: return sizeof(rxe_migr_cq);
     case RXE_MIGR_OBJ_SRQ: return sizeof(rxe_migr_srq);

@@ -167,9 +167,9 @@ put("fuzz_migrate_session", "sender-side", b"\x01" + rec("Manifest", m) + rec("A
     + rec("RoundAck", js({"page_bytes": 1})) + rec("RestoreOk", js({"pid": 7})) + rec("CommitAck", js({"verbs_restore": {"ok": True}})))
 put("fuzz_migrate_session", "abort", b"\x01" + rec("Manifest", m) + rec("Abort", "stop"))
 
-# ---- verbs dumps (rxe_migr_abi.h, version 4, little endian)
-MAGIC, VERSION = 0x474D5852, 4
-PD, MR, CQ, SRQ, QP, ASYNC, CHAN = 1, 2, 3, 4, 5, 6, 7
+# ---- verbs dumps (rxe_migr_abi.h, version 5, little endian)
+MAGIC, VERSION = 0x474D5852, 5
+PD, MR, CQ, SRQ, QP, ASYNC, CHAN, AH = 1, 2, 3, 4, 5, 6, 7, 8
 
 def queue(num, esize, data_len):
     return struct.pack("<6I", num, esize, 0, 0, 0, data_len)
@@ -194,6 +194,11 @@ def dump(records):
 recs = [record(ASYNC, 0x1234, struct.pack("<2I", 1, 0)),
         record(CHAN, 0x5678, struct.pack("<2I", 0, 1)),
         record(PD, 1, b""),
+        # struct rxe_migr_ah: pd, ahn, port, sgid index, hop limit, tclass,
+        # flow label, dgid, dmac, network type, reserved (40 bytes)
+        record(AH, 2, struct.pack("<2I4BI16s6s2B", 1, 0x1001, 1, 1, 64, 0, 0,
+                                  bytes(10) + b"\xff\xff" + bytes([10, 77, 0, 11]),
+                                  bytes(6), 1, 0)),
         record(MR, 1, struct.pack("<6I3Q", 1, 3, 0x301, 0x301, 7, 0, 0x7f0000001000, 0x7f0000001000, 4096)),
         record(CQ, 1, struct.pack("<6I", 16, 0x5678, 0, 0, 0, 0) + queue(16, 32, 64), b"\xaa" * 64, user_handle=99),
         record(SRQ, 1, struct.pack("<6I", 1, 5, 16, 1, 0, 0) + queue(16, 64, 0), user_handle=100),

@@ -17,6 +17,7 @@ namespace {
 const char* type_name(uint32_t type) {
   switch (type) {
     case RXE_MIGR_OBJ_PD: return "pd";
+    case RXE_MIGR_OBJ_AH: return "ah";
     case RXE_MIGR_OBJ_MR: return "mr";
     case RXE_MIGR_OBJ_CQ: return "cq";
     case RXE_MIGR_OBJ_SRQ: return "srq";

@@ -39,6 +39,7 @@ int load_image(uint32_t id, Image* out) {
 const char* kind_of(uint32_t type) {
   switch (type) {
     case RXE_MIGR_OBJ_PD: return "pd";
+    case RXE_MIGR_OBJ_AH: return "ah";
     case RXE_MIGR_OBJ_MR: return "mr";
     case RXE_MIGR_OBJ_CQ: return "cq";
     case RXE_MIGR_OBJ_SRQ: return "srq";
@@ -168,6 +169,9 @@ int TaskRestorer::restore_context(uint32_t ctx_id) {
         objects["comp_channel"]++;
         continue;
       }
+      case RXE_MIGR_OBJ_AH:
+        a.pd = static_cast<struct ibv_pd*>(pds[static_cast<const rxe_migr_ah*>(body)->pd_handle]);
+        break;
       case RXE_MIGR_OBJ_MR:
         a.flags = IBV_MIGR_RESTORE_UNPINNED;
         a.pd = static_cast<struct ibv_pd*>(pds[static_cast<const rxe_migr_mr*>(body)->pd_handle]);

@@ -70,6 +70,7 @@ enum ibv_migr_object_type {
 	IBV_MIGR_OBJ_QP = RXE_MIGR_OBJ_QP,
 	IBV_MIGR_OBJ_ASYNC_EVENT = RXE_MIGR_OBJ_ASYNC_EVENT,
 	IBV_MIGR_OBJ_COMP_CHANNEL = RXE_MIGR_OBJ_COMP_CHANNEL,
+	IBV_MIGR_OBJ_AH = RXE_MIGR_OBJ_AH,
 };
 
 enum ibv_restore_cmd {
@@ -105,7 +106,7 @@ struct ibv_restore_args {
 	const struct rxe_migr_rec_hdr *record;	/* from the dump */
 	uint32_t flags;
 	/* CREATE: objects the new one depends on (already restored) */
-	struct ibv_pd *pd;			/* MR, SRQ, QP */
+	struct ibv_pd *pd;			/* AH, MR, SRQ, QP */
 	struct ibv_cq *send_cq, *recv_cq;	/* QP */
 	struct ibv_srq *srq;			/* QP on an SRQ */
 	struct ibv_comp_channel *channel;	/* CQ: required if its record

@@ -82,6 +82,7 @@ static size_t body_min(uint32_t type)
 {
 	switch (type) {
 	case RXE_MIGR_OBJ_PD: return 0;
+	case RXE_MIGR_OBJ_AH: return sizeof(struct rxe_migr_ah);
 	case RXE_MIGR_OBJ_MR: return sizeof(struct rxe_migr_mr);
 	case RXE_MIGR_OBJ_CQ: return sizeof(struct rxe_migr_cq);
 	case RXE_MIGR_OBJ_SRQ: return sizeof(struct rxe_migr_srq);

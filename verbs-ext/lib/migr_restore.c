@@ -53,7 +53,7 @@ static void drop_placeholders(struct ibv_context *ctx)
 	pthread_mutex_unlock(&placeholders_lock);
 }
 
-/* Objects are recreated by type (PD, MR, CQ, SRQ, QP: each after what it
+/* Objects are recreated by type (PD, AH, MR, CQ, SRQ, QP: each after what it
  * depends on), not in handle order, so a placeholder may sit on the handle
  * a later object wants: give it back first. */
 static void release_placeholder(struct ibv_context *ctx, uint32_t handle)
@@ -120,6 +120,43 @@ static int create_pd(struct ibv_context *ctx, void **obj,
 		return -EIO;
 	}
 	*obj = pd;
+	return 0;
+}
+
+/* The AH gets its dumped index (UD WQEs in the process's rings name it)
+ * and the GID at the dumped source index of this node's port. */
+static int create_ah(struct ibv_context *ctx, void **obj,
+		     const struct ibv_restore_args *a)
+{
+	const struct rxe_migr_ah *r = (const void *)(a->record + 1);
+	struct ibv_ah_attr attr;
+	struct ibv_ah *ah;
+	int err;
+
+	if (!a->pd || !r->ahn)
+		return -EINVAL;
+	memset(&attr, 0, sizeof(attr));
+	attr.is_global = 1;
+	memcpy(attr.grh.dgid.raw, r->dgid, sizeof(r->dgid));
+	attr.grh.flow_label = r->flow_label;
+	attr.grh.sgid_index = r->sgid_index;
+	attr.grh.hop_limit = r->hop_limit;
+	attr.grh.traffic_class = r->traffic_class;
+	attr.port_num = r->port_num;
+	err = ibv_migr_set_next(ctx, IBV_MIGR_OBJ_AH, r->ahn, 0);
+	if (err)
+		return err;
+	ah = ibv_create_ah(a->pd, &attr);
+	if (!ah) {
+		err = errno ? -errno : -ENOMEM;
+		ibv_migr_set_next(ctx, IBV_MIGR_OBJ_AH, 0, 0);
+		return err;
+	}
+	if (check_handle(a, ah->handle)) {
+		ibv_destroy_ah(ah);
+		return -EIO;
+	}
+	*obj = ah;
 	return 0;
 }
 
@@ -230,7 +267,7 @@ static int create_qp(struct ibv_context *ctx, void **obj,
 
 	if (!a->pd || !a->send_cq || !a->recv_cq ||
 	    (r->srq_handle != ~0u) != (a->srq != NULL) ||
-	    r->qp_type != IBV_QPT_RC)
+	    (r->qp_type != IBV_QPT_RC && r->qp_type != IBV_QPT_UD))
 		return -EINVAL;
 	err = ibv_migr_set_next(ctx, IBV_MIGR_OBJ_QP, r->qpn, 0);
 	if (err)
@@ -378,10 +415,39 @@ static void agree_event_counts(void *obj, int type,
 	pthread_mutex_unlock(mutex);
 }
 
+/* UD: INIT with its Q_Key, RTR and RTS with its send PSN; no path */
+static int move_ud_qp(struct ibv_qp *qp, const struct rxe_migr_qp *r)
+{
+	struct ibv_qp_attr attr;
+	int err;
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_INIT;
+	attr.pkey_index = r->pkey_index;
+	attr.port_num = r->port_num;
+	attr.qkey = r->qkey;
+	err = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_QKEY);
+	if (err || r->qp_state == IBV_QPS_INIT)
+		return -err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	err = ibv_modify_qp(qp, &attr, IBV_QP_STATE);
+	if (err || r->qp_state == IBV_QPS_RTR)
+		return -err;
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.sq_psn = r->sq_psn;
+	return -ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_SQ_PSN);
+}
+
 static int move_qp(struct ibv_qp *qp, const struct rxe_migr_qp *r)
 {
 	struct ibv_qp_attr attr;
 	int err;
+
+	if (r->qp_type == IBV_QPT_UD)
+		return move_ud_qp(qp, r);
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_INIT;
@@ -502,6 +568,7 @@ static int refill(struct ibv_context *ctx, void *obj, int type,
 
 	switch (type) {
 	case IBV_MIGR_OBJ_PD:
+	case IBV_MIGR_OBJ_AH:
 	case IBV_MIGR_OBJ_MR:
 		return 0;
 	case IBV_MIGR_OBJ_CQ:
@@ -530,6 +597,7 @@ static void destroy(void *obj, int type)
 {
 	switch (type) {
 	case IBV_MIGR_OBJ_PD: ibv_dealloc_pd(obj); break;
+	case IBV_MIGR_OBJ_AH: ibv_destroy_ah(obj); break;
 	case IBV_MIGR_OBJ_MR: ibv_dereg_mr(obj); break;
 	case IBV_MIGR_OBJ_CQ: ibv_destroy_cq(obj); break;
 	case IBV_MIGR_OBJ_SRQ: ibv_destroy_srq(obj); break;
@@ -547,6 +615,7 @@ static int record_valid(const struct ibv_restore_args *a, int type)
 		return 0;
 	switch (type) {
 	case IBV_MIGR_OBJ_PD: body = 0; break;
+	case IBV_MIGR_OBJ_AH: body = sizeof(struct rxe_migr_ah); break;
 	case IBV_MIGR_OBJ_MR: body = sizeof(struct rxe_migr_mr); break;
 	case IBV_MIGR_OBJ_CQ: body = sizeof(struct rxe_migr_cq); break;
 	case IBV_MIGR_OBJ_SRQ: body = sizeof(struct rxe_migr_srq); break;
@@ -608,6 +677,7 @@ int ibv_restore_object(struct ibv_context *ctx, void **object,
 		}
 		switch (object_type) {
 		case IBV_MIGR_OBJ_PD: err = create_pd(ctx, &obj, a); break;
+		case IBV_MIGR_OBJ_AH: err = create_ah(ctx, &obj, a); break;
 		case IBV_MIGR_OBJ_MR: err = create_mr(ctx, &obj, a); break;
 		case IBV_MIGR_OBJ_CQ: err = create_cq(ctx, &obj, a); break;
 		case IBV_MIGR_OBJ_SRQ: err = create_srq(ctx, &obj, a); break;

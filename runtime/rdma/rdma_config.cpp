@@ -1,5 +1,7 @@
 #include "rdma/rdma_config.hpp"
 
+#include <cstdio>
+
 #include <yaml-cpp/yaml.h>
 
 #include "common/fs.hpp"
@@ -9,19 +11,25 @@ namespace crx::rdma {
 namespace {
 
 constexpr uint32_t kMaxIndex = 0xffffff;  // 24-bit QPNs; MR indices are lkey >> 8
+constexpr uint32_t kMaxAhIndex = 0x7fff;  // rxe's AH pool (RXE_MAX_AH)
 
 [[noreturn]] void bad(const std::string& origin, const std::string& what) {
   throw RdmaError(RdmaCause::BadConfig, origin + ": " + what);
 }
 
-uint32_t index_value(const YAML::Node& n, const std::string& origin, const std::string& key) {
+uint32_t index_value(const YAML::Node& n, const std::string& origin, const std::string& key,
+                     uint32_t max = kMaxIndex) {
   long long v = 0;
   try {
     v = n.as<long long>();  // yaml-cpp reads 0x1000 as hex
   } catch (const YAML::Exception&) {
     bad(origin, "rdma." + key + " must be an integer");
   }
-  if (v < 0 || v > kMaxIndex) bad(origin, "rdma." + key + " must be 0..0xffffff");
+  if (v < 0 || v > max) {
+    char range[32];
+    std::snprintf(range, sizeof range, "0..0x%x", max);
+    bad(origin, "rdma." + key + " must be " + range);
+  }
   return static_cast<uint32_t>(v);
 }
 
@@ -67,12 +75,17 @@ RdmaConfig parse_rdma_config(const std::string& text, const std::string& origin)
       c.mrn_min = index_value(kv.second, origin, k);
     } else if (k == "mrn_max") {
       c.mrn_max = index_value(kv.second, origin, k);
+    } else if (k == "ahn_min") {
+      c.ahn_min = index_value(kv.second, origin, k, kMaxAhIndex);
+    } else if (k == "ahn_max") {
+      c.ahn_max = index_value(kv.second, origin, k, kMaxAhIndex);
     } else {
       bad(origin, "unknown key rdma." + k);
     }
   }
   check_range(origin, "qpn", c.qpn_min, c.qpn_max);
   check_range(origin, "mrn", c.mrn_min, c.mrn_max);
+  check_range(origin, "ahn", c.ahn_min, c.ahn_max);
   return c;
 }
 

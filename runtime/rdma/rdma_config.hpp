@@ -7,10 +7,12 @@
 //     qpn_max: 0x1fff     #   parameters); disjoint on every node, so
 //     mrn_min: 0x1000     #   restored numbers never collide
 //     mrn_max: 0x1fff
+//     ahn_min: 0x1000     # address handles (UD): indices 1..0x7fff
+//     ahn_max: 0x1fff
 //
 // Every key is optional (0 = the module's default bound); a min above its
-// max, a value outside 0..0xffffff or an unknown key is an error naming the
-// file and the key.
+// max, a value outside 0..0xffffff (AH: 0..0x7fff) or an unknown key is an
+// error naming the file and the key.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -22,6 +24,7 @@ struct RdmaConfig {
   std::string netdev;
   uint32_t qpn_min = 0, qpn_max = 0;
   uint32_t mrn_min = 0, mrn_max = 0;
+  uint32_t ahn_min = 0, ahn_max = 0;
   bool operator==(const RdmaConfig&) const = default;
 };
 

@@ -19,7 +19,7 @@ enum class RdmaCause {
   System,            // a system call failed (sys_errno() says which errno)
   VerbsCall,         // a verbs-ext call failed (sys_errno() says which errno)
   PluginRestore,     // the CRIU plugin's restore said ok:false
-  Unsupported,       // verbs objects no restore brings back yet (UD QPs)
+  Unsupported,       // verbs objects no restore brings back yet (UC QPs)
 };
 
 const char* cause_name(RdmaCause c);

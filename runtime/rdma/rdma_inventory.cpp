@@ -71,6 +71,7 @@ void RdmaInventory::add_dump(const std::string& device, const void* dump, size_t
     const void* body = r + 1;
     switch (r->type) {
       case RXE_MIGR_OBJ_PD: ++counts.pd; break;
+      case RXE_MIGR_OBJ_AH: ++counts.ah; break;
       case RXE_MIGR_OBJ_MR: {
         const auto* mr = static_cast<const rxe_migr_mr*>(body);
         ++counts.mr;
@@ -84,7 +85,7 @@ void RdmaInventory::add_dump(const std::string& device, const void* dump, size_t
         const auto* qp = static_cast<const rxe_migr_qp*>(body);
         ++counts.qp;
         qpns.push_back(qp->qpn);
-        if (qp->qp_type != IBV_QPT_RC)
+        if (qp->qp_type != IBV_QPT_RC && qp->qp_type != IBV_QPT_UD)
           unsupported.push_back(qp_type_name(qp->qp_type) + " QP " + std::to_string(qp->qpn) +
                                 " (" + device + ")");
         break;
@@ -115,6 +116,7 @@ void RdmaInventory::add(const RdmaInventory& o) {
   counts.cq += o.counts.cq;
   counts.srq += o.counts.srq;
   counts.qp += o.counts.qp;
+  counts.ah += o.counts.ah;
   counts.async_event += o.counts.async_event;
   counts.comp_channel += o.counts.comp_channel;
   mr_bytes += o.mr_bytes;
@@ -134,6 +136,7 @@ nlohmann::json to_json(const RdmaInventory& inv) {
                           {"cq", c.cq},
                           {"srq", c.srq},
                           {"qp", c.qp},
+                          {"ah", c.ah},
                           {"async_event", c.async_event},
                           {"comp_channel", c.comp_channel}}}};
 }
@@ -154,6 +157,7 @@ RdmaInventory inventory_from_json(const nlohmann::json& j) {
   c.cq = field<uint32_t>(o, "cq", "rdma.objects.");
   c.srq = field<uint32_t>(o, "srq", "rdma.objects.");
   c.qp = field<uint32_t>(o, "qp", "rdma.objects.");
+  c.ah = o.value("ah", 0u);
   c.async_event = o.value("async_event", 0u);
   c.comp_channel = o.value("comp_channel", 0u);
   sort_unique(inv.devices);
@@ -168,7 +172,7 @@ std::string describe(const RdmaInventory& inv) {
   std::snprintf(pinned, sizeof pinned, "%.1f MiB", static_cast<double>(inv.mr_bytes) / (1 << 20));
   std::string out = plural(c.qp, "QP") + ", " + plural(c.mr, "MR") + " (" + pinned +
                     " pinned), " + plural(c.cq, "CQ") + ", " + plural(c.srq, "SRQ") + ", " +
-                    plural(c.pd, "PD") + " on ";
+                    plural(c.pd, "PD") + (c.ah ? ", " + plural(c.ah, "AH") : "") + " on ";
   for (size_t i = 0; i < inv.devices.size(); ++i) out += (i ? ", " : "") + inv.devices[i];
   return out;
 }
@@ -179,7 +183,7 @@ void refuse_unsupported(const std::string& id, const RdmaInventory& inv) {
   for (const auto& u : inv.unsupported) list += (list.empty() ? "" : ", ") + u;
   throw RdmaError(RdmaCause::Unsupported,
                   "container " + id + " holds verbs objects a restore cannot bring back yet: " +
-                      list + " (only RC QPs move); nothing was frozen",
+                      list + " (only RC and UD QPs move); nothing was frozen",
                   EOPNOTSUPP);
 }
 

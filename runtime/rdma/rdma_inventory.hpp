@@ -14,9 +14,9 @@
 namespace crx::rdma {
 
 struct ObjectCounts {
-  uint32_t pd = 0, mr = 0, cq = 0, srq = 0, qp = 0;
+  uint32_t pd = 0, mr = 0, cq = 0, srq = 0, qp = 0, ah = 0;
   uint32_t async_event = 0, comp_channel = 0;
-  uint32_t total() const { return pd + mr + cq + srq + qp; }
+  uint32_t total() const { return pd + mr + cq + srq + qp + ah; }
   bool operator==(const ObjectCounts&) const = default;
 };
 
@@ -27,8 +27,8 @@ struct RdmaInventory {
   ObjectCounts counts;
   uint64_t mr_bytes = 0;             // memory registered (pinned) in MRs
   uint32_t contexts = 0;             // uverbs files (ibv_context) found
-  // Objects no restore brings back yet, e.g. "UD QP 4101 (rxe0)": only RC
-  // QPs are (verbs-ext/lib). The sender's, not part of the manifest.
+  // Objects no restore brings back yet, e.g. "UC QP 4101 (rxe0)": only RC
+  // and UD QPs are (verbs-ext/lib). The sender's, not part of the manifest.
   std::vector<std::string> unsupported;
 
   bool empty() const { return contexts == 0; }

@@ -10,10 +10,11 @@
 namespace crx::rdma {
 namespace {
 
-constexpr const char* kParams[] = {"qpn_min", "qpn_max", "mrn_min", "mrn_max"};
+constexpr const char* kParams[] = {"qpn_min", "qpn_max", "mrn_min", "mrn_max", "ahn_min", "ahn_max"};
 
 std::vector<std::pair<std::string, uint32_t>> wanted(const RdmaConfig& c) {
-  return {{"qpn_min", c.qpn_min}, {"qpn_max", c.qpn_max}, {"mrn_min", c.mrn_min}, {"mrn_max", c.mrn_max}};
+  return {{"qpn_min", c.qpn_min}, {"qpn_max", c.qpn_max}, {"mrn_min", c.mrn_min},
+          {"mrn_max", c.mrn_max}, {"ahn_min", c.ahn_min}, {"ahn_max", c.ahn_max}};
 }
 
 bool has_crx_params(RdmaHost& host) {
@@ -52,7 +53,7 @@ std::string setup_rxe(const RdmaConfig& cfg, RdmaHost& host) {
   if (host.module_loaded()) {
     if (!has_crx_params(host)) {
       throw RdmaError(RdmaCause::NoPatchedModule,
-                      "rdma_rxe is loaded but has no qpn_min/qpn_max/mrn_min/mrn_max parameters: "
+                      "rdma_rxe is loaded but has no qpn/mrn/ahn range parameters: "
                       "it is not crx's patched module; unload it (modprobe -r rdma_rxe) and install "
                       "rxe-patches' rdma_rxe.ko");
     }
@@ -77,7 +78,7 @@ std::string setup_rxe(const RdmaConfig& cfg, RdmaHost& host) {
       } catch (const Error&) {
       }
       throw RdmaError(RdmaCause::NoPatchedModule,
-                      "modprobe loaded an rdma_rxe without qpn_min/qpn_max/mrn_min/mrn_max: "
+                      "modprobe loaded an rdma_rxe without qpn/mrn/ahn range parameters: "
                       "install rxe-patches' rdma_rxe.ko (rxe-patches/build.sh) first");
     }
     log += "loaded rdma_rxe " + joined(params) + "\n";

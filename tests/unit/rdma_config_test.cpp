@@ -23,7 +23,7 @@ TEST(RdmaConfig, ReadsRangesInHexAndDecimal) {
   auto c = parse_rdma_config(
       "migration:\n  listen: 0.0.0.0:7070\n"
       "rdma:\n  device: rxe1\n  netdev: eth0\n  qpn_min: 0x1000\n  qpn_max: 0x1fff\n"
-      "  mrn_min: 4096\n  mrn_max: 8191\n",
+      "  mrn_min: 4096\n  mrn_max: 8191\n  ahn_min: 0x1000\n  ahn_max: 0x1fff\n",
       "f");
   EXPECT_EQ(c.device, "rxe1");
   EXPECT_EQ(c.netdev, "eth0");
@@ -31,6 +31,8 @@ TEST(RdmaConfig, ReadsRangesInHexAndDecimal) {
   EXPECT_EQ(c.qpn_max, 0x1fffu);
   EXPECT_EQ(c.mrn_min, 4096u);
   EXPECT_EQ(c.mrn_max, 8191u);
+  EXPECT_EQ(c.ahn_min, 4096u);
+  EXPECT_EQ(c.ahn_max, 8191u);
 }
 
 TEST(RdmaConfig, DefaultsWithoutSectionOrFile) {
@@ -58,6 +60,8 @@ TEST(RdmaConfig, ErrorsNameFileAndKey) {
       {"rdma:\n  qpn_min: -1\n", "rdma.qpn_min must be 0..0xffffff"},
       {"rdma:\n  qpn_min: 9\n  qpn_max: 8\n", "rdma.qpn_min is above rdma.qpn_max"},
       {"rdma:\n  mrn_min: 9\n  mrn_max: 8\n", "rdma.mrn_min is above rdma.mrn_max"},
+      {"rdma:\n  ahn_max: 0x8000\n", "rdma.ahn_max must be 0..0x7fff"},
+      {"rdma:\n  ahn_min: 9\n  ahn_max: 8\n", "rdma.ahn_min is above rdma.ahn_max"},
       {"rdma:\n  netdev: [a, b]\n", "rdma.netdev must be a name"},
       {"rdma:\n  device: a/b\n", "rdma.device \"a/b\" is not a device name"},
       {"rdma: 3\n", "rdma must be a mapping"},

@@ -86,14 +86,16 @@ TEST(RdmaInventory, CountsObjectsNumbersAndPinnedMemory) {
   EXPECT_EQ(rdma::describe(inv), "2 QPs, 2 MRs (2.0 MiB pinned), 2 CQs, 0 SRQs, 2 PDs on rxe0");
 }
 
-TEST(RdmaInventory, QpsOtherThanRcAreRefusedUpFront) {
+TEST(RdmaInventory, QpsOtherThanRcAndUdAreRefusedUpFront) {
   auto rc = sample_dump(0x1011, 0x1002);
   auto ud = sample_dump(0x1005, 0x1003, IBV_QPT_UD);
+  auto uc = sample_dump(0x1006, 0x1004, IBV_QPT_UC);
   rdma::RdmaInventory inv;
   inv.add_dump("rxe0", rc.data(), rc.size());
-  EXPECT_NO_THROW(rdma::refuse_unsupported("c1", inv));
   inv.add_dump("rxe0", ud.data(), ud.size());
-  ASSERT_EQ(inv.unsupported, std::vector<std::string>{"UD QP 4101 (rxe0)"});
+  EXPECT_NO_THROW(rdma::refuse_unsupported("c1", inv));
+  inv.add_dump("rxe0", uc.data(), uc.size());
+  ASSERT_EQ(inv.unsupported, std::vector<std::string>{"UC QP 4102 (rxe0)"});
   try {
     rdma::refuse_unsupported("c1", inv);
     FAIL() << "not refused";
@@ -101,8 +103,25 @@ TEST(RdmaInventory, QpsOtherThanRcAreRefusedUpFront) {
     EXPECT_EQ(e.cause(), rdma::RdmaCause::Unsupported);
     EXPECT_EQ(e.sys_errno(), EOPNOTSUPP);
     EXPECT_NE(std::string(e.what()).find("container c1 holds verbs objects"), std::string::npos);
-    EXPECT_NE(std::string(e.what()).find("UD QP 4101 (rxe0)"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("UC QP 4102 (rxe0)"), std::string::npos) << e.what();
   }
+}
+
+TEST(RdmaInventory, AddressHandlesAreCountedAndSurviveTheManifest) {
+  DumpBuilder b;
+  b.add_raw(RXE_MIGR_OBJ_PD, 1, nullptr, 0);
+  rxe_migr_ah ah{};
+  ah.ahn = 0x1001;
+  b.add(RXE_MIGR_OBJ_AH, 2, ah);
+  ah.ahn = 0x1002;
+  b.add(RXE_MIGR_OBJ_AH, 3, ah);
+  auto d = b.finish();
+  rdma::RdmaInventory inv;
+  inv.add_dump("rxe0", d.data(), d.size());
+  EXPECT_EQ(inv.counts.ah, 2u);
+  EXPECT_EQ(inv.counts.total(), 3u);
+  EXPECT_EQ(rdma::describe(inv), "0 QPs, 0 MRs (0.0 MiB pinned), 0 CQs, 0 SRQs, 1 PD, 2 AHs on rxe0");
+  EXPECT_EQ(rdma::inventory_from_json(rdma::to_json(inv)).counts, inv.counts);
 }
 
 TEST(RdmaInventory, MalformedDumpIsAnErrorWithErrno) {

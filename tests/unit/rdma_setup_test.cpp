@@ -17,6 +17,8 @@ rdma::RdmaConfig node_config() {
   c.qpn_max = 0x1fff;
   c.mrn_min = 0x1000;
   c.mrn_max = 0x1fff;
+  c.ahn_min = 0x1000;
+  c.ahn_max = 0x1fff;
   return c;
 }
 
@@ -34,7 +36,8 @@ TEST(RdmaSetup, LoadsWithRangesAddsDeviceAndIsIdempotent) {
   test::FakeRdmaHost h;
   std::string out = rdma::setup_rxe(node_config(), h);
   std::vector<std::string> want = {
-      "modprobe rdma_rxe qpn_min=4096 qpn_max=8191 mrn_min=4096 mrn_max=8191",
+      "modprobe rdma_rxe qpn_min=4096 qpn_max=8191 mrn_min=4096 mrn_max=8191 ahn_min=4096 "
+      "ahn_max=8191",
       "rdma link add rxe0 type rxe netdev eth0"};
   EXPECT_EQ(h.actions, want);
   EXPECT_NE(out.find("rxe0: port 1 4: ACTIVE"), std::string::npos) << out;
@@ -54,6 +57,13 @@ TEST(RdmaSetup, StockModuleLoadedIsRefused) {
   EXPECT_NE(rdma::rxe_status(h).find("not crx's patched module"), std::string::npos);
 }
 
+TEST(RdmaSetup, PatchedModuleWithoutAhRangesIsRefused) {
+  test::FakeRdmaHost h;  // an older crx module: QPN and MR ranges only
+  h.load_patched({{"qpn_min", "4096"}, {"qpn_max", "8191"}, {"mrn_min", "4096"}, {"mrn_max", "8191"}});
+  EXPECT_EQ(setup_cause(h, node_config()), RdmaCause::NoPatchedModule);
+  EXPECT_TRUE(h.actions.empty());
+}
+
 TEST(RdmaSetup, StockModuleFromModprobeIsUnloadedAgain) {
   test::FakeRdmaHost h;
   h.patched = false;
@@ -65,7 +75,8 @@ TEST(RdmaSetup, StockModuleFromModprobeIsUnloadedAgain) {
 
 TEST(RdmaSetup, OtherRangesReloadUnlessInUse) {
   test::FakeRdmaHost h;
-  h.load_patched({{"qpn_min", "0"}, {"qpn_max", "0"}, {"mrn_min", "0"}, {"mrn_max", "0"}});
+  h.load_patched({{"qpn_min", "0"}, {"qpn_max", "0"}, {"mrn_min", "0"}, {"mrn_max", "0"},
+                  {"ahn_min", "0"}, {"ahn_max", "0"}});
   h.ports["rxe0"] = "4: ACTIVE";
   h.refcount = 2;
   EXPECT_EQ(setup_cause(h, node_config()), RdmaCause::ModuleInUse);

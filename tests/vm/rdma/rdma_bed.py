@@ -66,7 +66,8 @@ class RdmaBedCase(VmTestCase):
                 lo, hi = RANGES[k]
                 cfg = (f"rdma:\n  device: rxe0\n  netdev: eth0\n"
                        f"  qpn_min: {lo:#x}\n  qpn_max: {hi:#x}\n"
-                       f"  mrn_min: {lo:#x}\n  mrn_max: {hi:#x}\n")
+                       f"  mrn_min: {lo:#x}\n  mrn_max: {hi:#x}\n"
+                       f"  ahn_min: {lo:#x}\n  ahn_max: {hi:#x}\n")
                 tb.run(k, f"mkdir -p /etc/crx && cat > /etc/crx/config.yaml <<'EOF'\n{cfg}EOF\n"
                           f"printf %s {KEY} > /tmp/key && chmod 600 /tmp/key", check=True)
             for k, (rc, out, err) in enumerate(tb.run_all(f"{CRX} rdma setup && {CRX} rdma status",

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Open MPI + UCX over RC on rxe, one rank per crx container on three guests
-(label vm, ctest vm_mpi). No migration yet: this is the job a migration test
-will move a rank of.
+(label vm, ctest vm_mpi), and rank 0 of a running job moved to a fourth
+guest and back.
 
 The bed is the RDMA bed of tests/vm/rdma (crx's rdma_rxe from rxe-patches,
 `crx rdma setup` with disjoint QPN/MR ranges per guest), in smaller guests.
@@ -23,7 +23,8 @@ A fourth guest, g3, runs no rank at launch: it is where rank 0 moves
 container, its address and namespace re-made on g3) while mpi-jacobi runs;
 the job must finish with the unmigrated checksum. Over UCX's TCP transport
 (the rank's TCP connections to its peers move with its address) and over
-UCX rc_v on rxe (RC QPs plus the UD QP of UCX's wire-up)."""
+UCX rc_v on rxe (RC QPs plus the UD QP of UCX's wire-up and its address
+handles), there and back in one run."""
 import json
 import os
 import subprocess
@@ -50,7 +51,11 @@ RANKS = ["r0", "r1", "r2"]
 NODES = 4  # g0-g2 run the ranks, g3 is where a rank moves
 MIGRATE_PORT = 7272
 # Move rank 0 once the job is this far (of JACOBI_ARGS' --iters).
+# Kills the receiver and its criu mid-restore (how: the script's header).
+KILL_MID_RESTORE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "rdma",
+                                "kill-mid-restore.sh")
 MOVE_AT_ITER = int(os.environ.get("CRX_VM_MPI_MOVE_AT", "500"))
+MOVE_BACK_AT_ITER = int(os.environ.get("CRX_VM_MPI_MOVE_BACK_AT", "1250"))
 # The kernel: tens of seconds under TCG (about 13 ms per iteration with
 # three guests on two cores), halo rows of 2 KiB (eager).
 JACOBI_ARGS = os.environ.get("CRX_VM_MPI_JACOBI", "--n 256 --iters 2500 --check 10 --progress 250")
@@ -332,32 +337,45 @@ class MpiTest(VmTestCase):
         return sorted((q.get("type"), q.get("lqpn")) for q in json.loads(out or "[]")
                       if q.get("comm") in ("mpi-jacobi", "async"))
 
-    def jacobi_with_move(self, tag, ucx):
+    def jacobi_with_move(self, tag, ucx, back=False):
         """mpi-jacobi over the three ranks; rank 0 moves g0 -> g3 once the
-        job passed MOVE_AT_ITER. Returns (summary, mpirun seconds, move)."""
+        job passed MOVE_AT_ITER, and with `back` g3 -> g0 again once it
+        passed MOVE_BACK_AT_ITER. Returns (summary, mpirun seconds, move:
+        the first move's record, the second's under "back")."""
         move = {}
 
-        def during():
-            move["at"] = self.wait_iter(tag, MOVE_AT_ITER)
-            move["qps_before"] = self.qps(0)
-            move["rc"], move["report"], move["err"], move["took"] = self.move("r0", 0, 3)
-            move["where"] = self.where("mpi-r0")
-            move["ns_g3"] = self.tb.run(3, "ip netns exec crx-mpi-r0 ss -tnpH; ip route; "
-                                           "rdma resource show qp | grep -v GSI")[1]
-            print(f"{tag}: moved r0 at iteration {move['at']} (rc {move['rc']}, "
-                  f"{move['took']:.1f} s): {move['err'].strip()}\nreport: "
-                  f"{json.dumps(move['report'], indent=1)}\nQPs of rank 0 on g0 before: "
-                  f"{move['qps_before']}\nr0 now: {move['where']}\ng3:\n{move['ns_g3']}",
+        def one(rec, at, src, dst):
+            rec["at"] = self.wait_iter(tag, at)
+            rec["qps_before"] = self.qps(src)
+            rec["rc"], rec["report"], rec["err"], rec["took"] = self.move("r0", src, dst)
+            rec["where"] = self.where("mpi-r0")
+            rec["ns_dst"] = self.tb.run(dst, "ip netns exec crx-mpi-r0 ss -tnpH; ip route; "
+                                             "rdma resource show qp | grep -v GSI")[1]
+            print(f"{tag}: moved r0 g{src} -> g{dst} at iteration {rec['at']} (rc {rec['rc']}, "
+                  f"{rec['took']:.1f} s): {rec['err'].strip()}\nreport: "
+                  f"{json.dumps(rec['report'], indent=1)}\nQPs of rank 0 on g{src} before: "
+                  f"{rec['qps_before']}\nr0 now: {rec['where']}\ng{dst}:\n{rec['ns_dst']}",
                   flush=True)
+
+        def during():
+            one(move, MOVE_AT_ITER, 0, 3)
+            if back and move["rc"] == 0:
+                move["back"] = {}
+                one(move["back"], MOVE_BACK_AT_ITER, 3, 0)
 
         res, took = self.mpirun("mpi-jacobi", JACOBI_ARGS, tag, during=during, ucx=ucx)
         return res, took, move
 
-    def assert_moved_run(self, res, move):
+    def assert_moved(self, move, dst):
         self.assertEqual(move["rc"], 0, f"crx-mpi-agent move failed: {move['err']}\n{self.logs()}")
         self.assertEqual(move["report"]["outcome"], "migrated", move["report"])
-        self.assertEqual(move["where"], {3: "running"}, "rank 0's container runs on g3 only")
-        self.assertIn(rank_address(0), move["ns_g3"], "rank 0's address moved to g3")
+        self.assertEqual(move["where"], {dst: "running"}, f"rank 0's container runs on g{dst} only")
+        self.assertIn(rank_address(0), move["ns_dst"], f"rank 0's address moved to g{dst}")
+
+    def assert_moved_run(self, res, move):
+        self.assert_moved(move, 3)
+        if "back" in move:
+            self.assert_moved(move["back"], 0)
         self.assertTrue(res["ok"], res)
         self.assertEqual(res["mismatches"], 0)
         self.assertEqual(res["hosts"], RANKS, "one rank in each rank container")
@@ -379,30 +397,39 @@ class MpiTest(VmTestCase):
               f"{rep.get('downtime_seconds', 0):.2f} s, move {move['took']:.1f} s", flush=True)
         self.wait_gone()
 
-    def test_5_rank_over_rc_is_refused_up_front_and_the_job_runs_on(self):
-        """UCX rc_v holds a UD QP for its wire-up, which no restore brings
-        back yet: crx migrate refuses the move before it freezes anything,
-        naming the QP, and the job finishes right with rank 0 on g0."""
-        res, took, move = self.jacobi_with_move("jacobi-rc-refused", UCX_ENV)
-        self.assertNotEqual(move["rc"], 0, f"the move must be refused: {move['report']}")
-        self.assertIn("UD QP", move["err"])
-        self.assertIn("nothing was frozen", move["err"])
-        self.assertEqual(move["where"], {0: "running"}, "rank 0 stays on g0 only")
-        self.assertTrue(res["ok"], res)
-        self.assertEqual(res["checksum"], self.reference["checksum"])
+    def test_4_jacobi_over_rc_rank0_moves_to_g3_and_back(self):
+        """UCX rc_v on rxe (test_2's job): rank 0 moves g0 -> g3 mid-run
+        and later g3 -> g0, each time with its RC QPs, the UD QP of UCX's
+        wire-up and its address handles; the job finishes with the
+        unmigrated checksum and no rank reports an error."""
+        res, took, move = self.jacobi_with_move("jacobi-rc-moved", UCX_ENV, back=True)
+        self.assert_moved_run(res, move)
+        for m in (move, move["back"]):
+            objects = m["report"]["verbs"]["objects"]
+            self.assertGreaterEqual(objects.get("ah", 0), 1, "UCX's UD wire-up AHs moved")
+            self.assertIn("UD", [t for t, _ in m["qps_before"]])
+        reps = [move["report"], move["back"]["report"]]
+        print(f"jacobi over rc: migrated twice in {took:.1f} s, downtime "
+              + ", ".join(f"{r.get('downtime_seconds', 0):.2f} s" for r in reps)
+              + f", moves {move['took']:.1f} s and {move['back']['took']:.1f} s", flush=True)
         self.wait_gone()
 
-    @unittest.skipUnless(os.environ.get("CRX_VM_MPI_RC_MOVE") == "1",
-                         "runs by hand (CRX_VM_MPI_RC_MOVE=1) once UD QPs are restored: "
-                         "crx migrate refuses UCX's UD wire-up QP up front (test_5)")
-    def test_4_jacobi_over_rc_rank0_moves_to_g3(self):
-        """UCX rc_v on rxe (test_2's job): rank 0 moves g0 -> g3 mid-run,
-        its RC QPs and the UD QP of UCX's wire-up with it."""
-        res, took, move = self.jacobi_with_move("jacobi-rc-moved", UCX_ENV)
-        self.assert_moved_run(res, move)
-        rep = move["report"]
-        print(f"jacobi over rc: migrated {took:.1f} s, downtime "
-              f"{rep.get('downtime_seconds', 0):.2f} s, move {move['took']:.1f} s", flush=True)
+    def test_5_rank_keeps_running_when_the_destination_dies_mid_restore(self):
+        """The receiver on g3 and its criu are killed while they restore
+        rank 0 (tests/vm/rdma/kill-mid-restore.sh): the move fails, rank 0
+        runs on at g0 with its QPs resumed, and the job finishes right."""
+        killer = self.tb.spawn(3, f"sh {KILL_MID_RESTORE}")
+        try:
+            res, took, move = self.jacobi_with_move("jacobi-rc-killed", UCX_ENV)
+        finally:
+            krc, kout, kerr = self.tb.wait(killer, timeout=900)
+        print(f"in g3 ({krc}): {kout}{kerr}", flush=True)
+        self.assertEqual(krc, 0, f"the receiver was not killed mid-restore: {kerr}")
+        self.assertNotEqual(move["rc"], 0, f"the move must fail: {move['report']}")
+        self.assertEqual(move["where"], {0: "running"}, "rank 0 runs on at g0 only")
+        self.assertTrue(res["ok"], res)
+        self.assertEqual(res["mismatches"], 0)
+        self.assertEqual(res["checksum"], self.reference["checksum"])
         self.wait_gone()
 
 

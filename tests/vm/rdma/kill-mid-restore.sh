@@ -1,15 +1,23 @@
 #!/bin/sh
-# Runs in g2 beside a migration: waits (shell builtins only, so that it
+# Runs on the destination beside a migration: waits (shell builtins only, so that it
 # reacts within a few ms) until the receiver's criu has started the
 # restore (its restore.log appears in the receiver's RAM dir; the restore
 # of this container takes ~2 s under TCG), then kills the receiver and
 # every criu process (criu swrk and the tasks it restores) at once.
 
-receiver=$(pgrep -f 'crx [r]eceive')
-[ -n "$receiver" ] || { echo 'no receiver in g2' >&2; exit 1; }
+# The receiver may start after this script (a launcher agent starts it
+# for each migration): wait up to 10 min for it.
+i=0
+until receiver=$(pgrep -f 'crx [r]eceive'); do
+  i=$((i + 1)); [ $i -lt 3000 ] || { echo 'no receiver here' >&2; exit 1; }
+  sleep 0.2
+done
 i=0
 while :; do
-  for f in /run/crx-migrate/*/*.work/restore.log; do [ -e "$f" ] && break 2; done
+  # the image dir of tests/vm/rdma's receivers, and crx's default
+  for f in /run/crx-migrate/*/*.work/restore.log /run/crx/migrate/*/*.work/restore.log; do
+    [ -e "$f" ] && break 2
+  done
   i=$((i + 1)); [ $i -lt 6000 ] || { echo 'never saw the restore' >&2; exit 1; }
   sleep 0.02
 done

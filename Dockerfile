@@ -14,7 +14,7 @@
 #   docker run --rm crx crx --version
 #
 # BASE may name a locally made bookworm image where no registry is reachable
-# (see tests/containerd/README.md: mmdebstrap | buildah import).
+# (packaging/README.md: mmdebstrap, then buildah from scratch + add + commit).
 ARG BASE=docker.io/library/debian:bookworm
 
 FROM ${BASE} AS build

@@ -51,7 +51,7 @@ fi
 tag=localhost/crx:test
 $B rmi -f "$tag" >/dev/null 2>&1 || true
 start=$(date +%s)
-if ! $B bud --isolation chroot --build-arg BASE="$base" -t "$tag" "$ctx" > "$store/bud.log" 2>&1; then
+if ! $B bud --force-rm --isolation chroot --build-arg BASE="$base" -t "$tag" "$ctx" > "$store/bud.log" 2>&1; then
   tail -n 40 "$store/bud.log" >&2
   fail "buildah bud failed (log: $store/bud.log)"
 fi

@@ -2,7 +2,8 @@
 # else fetched):
 #
 #   build:  builds crx's Debian packages with dpkg-buildpackage, which also
-#           runs the unit tests (ctest -L unit); the .debs are in /out.
+#           runs the unit tests (ctest -L unit); the .debs are in
+#           /build/out.
 #   final:  (default target) a small image with only the installed crx
 #           package (crx, crx-migrate, the CRIU plugin, criu and their
 #           libraries) and the .deb itself, for installing crx onto
@@ -13,7 +14,7 @@
 #   docker run --rm crx crx --version
 #
 # BASE may name a locally made bookworm image where no registry is reachable
-# (see tests/containerd/README.md: mmdebstrap | buildah import).
+# (packaging/README.md: mmdebstrap, then buildah from scratch + add + commit).
 ARG BASE=docker.io/library/debian:bookworm
 
 FROM ${BASE} AS build
@@ -26,22 +27,31 @@ RUN apt-get update \
       libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev \
       libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev \
       libibverbs-dev criu \
- && rm -rf /var/lib/apt/lists/*
-WORKDIR /src/crx
-COPY . .
+ && apt-get clean && rm -rf /var/lib/apt/lists/*
+# Built as an unprivileged user, as Debian's buildds do: a RUN step is root
+# without CAP_SYS_ADMIN or CAP_NET_ADMIN (docker's default capabilities,
+# buildah's chroot isolation), and the unit tests that need those as root
+# skip themselves only for a non-root user.
+RUN useradd --create-home --home-dir /build builder \
+ && install -d -o builder -g builder /build/crx
+WORKDIR /build/crx
+COPY --chown=builder:builder . .
+USER builder
 # dpkg-buildpackage: configure, build what the package holds and the unit
 # tests, run them (dh_auto_test), install, strip (debug info to crx-dbgsym).
 RUN rm -rf build obj-* \
  && DEB_BUILD_OPTIONS="parallel=$(nproc)" dpkg-buildpackage -b -uc -us \
- && mkdir /out && mv ../*.deb ../*.changes ../*.buildinfo /out/
+ && mkdir /build/out && mv ../*.deb ../*.changes ../*.buildinfo /build/out/
 
 FROM ${BASE}
 ARG DEBIAN_FRONTEND=noninteractive
-COPY --from=build /out/crx_*.deb /out/crx-rxe-dkms_*.deb /opt/crx/
+COPY --from=build --chown=0:0 /build/out/crx_*.deb /build/out/crx-rxe-dkms_*.deb /opt/crx/
 COPY packaging/install-on-host.sh /usr/local/sbin/crx-install-on-host
-# apt resolves the package's dependencies (criu, libibverbs1, ...) from bookworm.
+# apt resolves the package's dependencies (criu, libibverbs1, ...) from
+# bookworm. apt-get clean: a base without docker's apt clean-up hook (one
+# made with mmdebstrap) would keep the downloaded .debs, ~90 MB.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends /opt/crx/crx_*.deb \
- && rm -rf /var/lib/apt/lists/* \
+ && apt-get clean && rm -rf /var/lib/apt/lists/* \
  && crx --version
 CMD ["crx", "--help"]

@@ -17,3 +17,11 @@ for p in $(grep -v '^[[:space:]]*#' patches/series | grep -v '^[[:space:]]*$'); 
         { echo "prepare.sh: $p does not apply to $src_tar" >&2; exit 1; }
 done
 cp rxe_migr_abi.h drivers/infiniband/sw/rxe/
+# A module version, which Debian's rdma_rxe has none of: DKMS refuses to
+# install a module whose version equals the in-tree one's ("exactly
+# matches ... DKMS will not replace this module"), and two empty versions
+# are equal. It also tells an operator which rdma_rxe is loaded
+# (/sys/module/rdma_rxe/version, modinfo).
+ver=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' dkms.conf)
+[ -n "$ver" ] || { echo "prepare.sh: no PACKAGE_VERSION in dkms.conf" >&2; exit 1; }
+echo "MODULE_VERSION(\"$ver-crx\");" >> drivers/infiniband/sw/rxe/rxe.c

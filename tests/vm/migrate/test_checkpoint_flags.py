@@ -18,7 +18,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, main  # noqa: E402
+from vmtest import VmTestCase, main, wait_for_count, wait_listening, wait_until  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -246,19 +246,8 @@ class CheckpointFlagsTest(VmTestCase):
         out = self.g(f"cat /tmp/b/{cid}/out/count.log 2>/dev/null || true")
         return [int(x) for x in out.split()]
 
-    def wait_until(self, what, check, timeout=180):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            v = check()
-            if v:
-                return v
-            time.sleep(0.5)
-        self.fail(f"timed out waiting for {what}")
-
     def wait_for_count(self, cid, above):
-        return self.wait_until(f"{cid} to count above {above}",
-                               lambda: (lambda c: c if c and c[-1] > above else None)(
-                                   self.counts(cid)))
+        return wait_for_count(lambda: self.counts(cid), above)
 
     def assert_counts_continuously(self, c):
         self.assertEqual(c, list(range(len(c))),
@@ -348,8 +337,8 @@ class CheckpointFlagsTest(VmTestCase):
         before = self.counts(cid)
         self.restore(cid, "-d --image-path /tmp/leave")
         after = self.wait_for_count(cid, 0)
-        self.wait_until("the restored container to write",
-                        lambda: len(self.counts(cid)) > len(before) + 1)
+        wait_until(lambda: len(self.counts(cid)) > len(before) + 1,
+                   180, "the restored container to write")
         resumed = self.counts(cid)[len(before)]
         self.assertLessEqual(resumed, at_dump + 2, "restored from the dump, not a new start")
         self.assertGreater(resumed, 0)
@@ -362,8 +351,7 @@ class CheckpointFlagsTest(VmTestCase):
         b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
                              f"nc 127.0.0.1 {port} >> /out/count.log", netns=False)
         peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log")
-        self.wait_until("the peer to listen",
-                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        wait_listening(self.tb, 0, port, "the peer", timeout=180)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         self.assert_fails_naming(
@@ -440,8 +428,7 @@ class CheckpointFlagsTest(VmTestCase):
                              f"nc 10.78.0.1 {port} >> /out/count.log")
         self.join_netns_by_path(cid, b, ns)
         peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log 10.78.0.1")
-        self.wait_until("the peer to listen",
-                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        wait_listening(self.tb, 0, port, "the peer", timeout=180)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         self.checkpoint(cid, "--tcp-established --image-path /tmp/tcpns")
@@ -481,7 +468,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.g(f"rm -rf {d} && mkdir -p {d} && cp {self.tb.scratch}/usk_client {b}/rootfs/bin/")
         peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/usk_peer.py {kind} {d}/peer.sock "
                                 f"{b}/peer.log")
-        self.wait_until("the peer to bind", lambda: self.try_g(f"test -S {d}/peer.sock")[0] == 0)
+        wait_until(lambda: self.try_g(f"test -S {d}/peer.sock")[0] == 0, 180, "the peer to bind")
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         self.assert_fails_naming(
@@ -540,8 +527,8 @@ class CheckpointFlagsTest(VmTestCase):
         self.assert_counts_continuously(self.wait_for_count(cid, self.counts(cid)[-1] + 2))
         self.assertEqual(self.g(f"cat {b}/out/err.log 2>/dev/null || true"), "")
         sent = self.counts(cid)
-        self.wait_until("the peer to receive what was sent before",
-                        lambda: len(self.g(f"cat {b}/peer.log").split()) >= len(sent))
+        wait_until(lambda: len(self.g(f"cat {b}/peer.log").split()) >= len(sent),
+                   180, "the peer to receive what was sent before")
         self.assert_counts_continuously([int(x) for x in self.g(f"cat {b}/peer.log").split()])
         self.remove(cid)
         self.tb.kill(peer)
@@ -554,8 +541,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.g("mkdir -p /tmp/ps-pages")
         server = self.tb.spawn(0, f"criu page-server -D /tmp/ps-pages --port {port} "
                                   "-o /tmp/ps-pages/page-server.log -v4")
-        self.wait_until("the page server to listen",
-                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        wait_listening(self.tb, 0, port, "the page server", timeout=180)
         self.checkpoint(cid, f"--page-server 127.0.0.1:{port} --image-path /tmp/ps-img")
         rc, out, err = self.tb.wait(server, timeout=120)
         self.assertEqual(rc, 0, err)
@@ -581,14 +567,14 @@ class CheckpointFlagsTest(VmTestCase):
         self.g("mkdir -p /tmp/lazy && : > /tmp/lazy-status")
         dump = self.tb.spawn(0, f"{CRX} checkpoint --lazy-pages --page-server 127.0.0.1:{port} "
                                 f"--status-fd 3 --image-path /tmp/lazy {cid} 3>/tmp/lazy-status")
-        self.wait_until("the status byte",
-                        lambda: self.g("stat -c %s /tmp/lazy-status").strip() == "1")
+        wait_until(lambda: self.g("stat -c %s /tmp/lazy-status").strip() == "1",
+                   180, "the status byte")
         self.assertEqual(self.g("od -An -tx1 /tmp/lazy-status").strip(), "00")
         stopped = self.counts(cid)
         lazy = self.tb.spawn(0, f"criu lazy-pages --page-server --address 127.0.0.1 "
                                 f"--port {port} -D /tmp/lazy -o lazy-pages.log -v4")
-        self.wait_until("the lazy-pages socket",
-                        lambda: self.try_g("test -S /tmp/lazy/lazy-pages.socket")[0] == 0)
+        wait_until(lambda: self.try_g("test -S /tmp/lazy/lazy-pages.socket")[0] == 0,
+                   180, "the lazy-pages socket")
         # Under another id: the checkpointed container's state stays until
         # its page server is done (then crx removes it, as after any dump).
         self.addCleanup(self.remove, "lazy-r")
@@ -677,7 +663,7 @@ class CheckpointFlagsTest(VmTestCase):
         # status. From another cwd, so only --bundle names the bundle.
         h = self.tb.spawn(0, f"cd /tmp && {CRX} restore --no-subreaper --pid-file /tmp/fg.pid "
                              f"--image-path /tmp/fg --bundle /tmp/b/{cid} {cid}")
-        self.wait_until("the restored container", lambda: self.status(cid) == "running")
+        wait_until(lambda: self.status(cid) == "running", 180, "the restored container")
         self.assertEqual(int(self.g("cat /tmp/fg.pid")), self.state(cid)["pid"])
         self.assertEqual(self.state(cid)["bundle"], f"/tmp/b/{cid}")
         self.assert_counts_on(cid, stopped)
@@ -691,10 +677,10 @@ class CheckpointFlagsTest(VmTestCase):
                              "exec sh", terminal=True)
         peer = f"python3 {self.tb.scratch}/console_peer.py"
         p1 = self.tb.spawn(0, f"{peer} {b}/c1.sock {b}/c1.cmd {b}/c1.out")
-        self.wait_until("the console socket", lambda: self.try_g(f"test -S {b}/c1.sock")[0] == 0)
+        wait_until(lambda: self.try_g(f"test -S {b}/c1.sock")[0] == 0, 180, "the console socket")
         self.run_container(cid, f"--console-socket {b}/c1.sock")
         self.g(f"echo 'echo one-$((40+2))' > {b}/c1.cmd")
-        self.wait_until("the shell's answer", lambda: "one-42" in self.g(f"cat {b}/c1.out"))
+        wait_until(lambda: "one-42" in self.g(f"cat {b}/c1.out"), 180, "the shell's answer")
         # crx checkpoint + restore hand the console over; a migration cannot
         # (nobody at the other end): refused before anything froze
         self.g("printf %s 0123456789abcdef0123456789abcdef > /tmp/mkey && chmod 600 /tmp/mkey")
@@ -705,9 +691,9 @@ class CheckpointFlagsTest(VmTestCase):
         self.checkpoint(cid, "--image-path /tmp/console")
         self.tb.wait(p1, timeout=60)  # the pty's slave side is gone
         p2 = self.tb.spawn(0, f"{peer} {b}/c2.sock {b}/c2.cmd {b}/c2.out")
-        self.wait_until("the console socket", lambda: self.try_g(f"test -S {b}/c2.sock")[0] == 0)
+        wait_until(lambda: self.try_g(f"test -S {b}/c2.sock")[0] == 0, 180, "the console socket")
         self.restore(cid, f"-d --console-socket {b}/c2.sock --image-path /tmp/console")
-        self.wait_until("the pty master", lambda: "[pty " in self.g(f"cat {b}/c2.out"))
+        wait_until(lambda: "[pty " in self.g(f"cat {b}/c2.out"), 180, "the pty master")
         # Input written to the master while CRIU still sets the restored
         # slave's termios can be flushed with it (seen once, in a full run
         # under load): the command goes again each 2 s until it is answered.
@@ -720,7 +706,7 @@ class CheckpointFlagsTest(VmTestCase):
                 self.g(f"[ -e {b}/c2.cmd ] || echo 'echo two-$((40+3))' > {b}/c2.cmd")
             polls[0] += 1
             return False
-        self.wait_until("the restored shell's answer", answered)
+        wait_until(answered, 180, "the restored shell's answer")
         self.remove(cid)
         self.tb.wait(p2, timeout=60)
 

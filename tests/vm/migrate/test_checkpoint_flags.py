@@ -28,141 +28,8 @@ CRX = os.path.join(BUILD, "crx")
 COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"
 QUIET = "exec </dev/null >/dev/null 2>&1; "
 
-# Guest-side helpers (the guest runs the host's python3).
-CONSOLE_PEER = r'''
-import array, os, socket, sys, time
-sock_path, cmd_path, out_path = sys.argv[1:4]
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(sock_path)
-srv.listen(1)
-conn, _ = srv.accept()
-fds = array.array("i")
-msg, anc, _, _ = conn.recvmsg(256, socket.CMSG_SPACE(4))
-for level, kind, data in anc:
-    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-        fds.frombytes(data[:4])
-master = fds[0]
-os.set_blocking(master, False)
-with open(out_path, "ab", buffering=0) as out:
-    out.write(b"[pty " + msg + b"]\n")
-    while True:
-        try:
-            data = os.read(master, 4096)
-            if not data:
-                break
-            out.write(data)
-        except BlockingIOError:
-            pass
-        except OSError:
-            break  # EIO: every slave fd is closed
-        if os.path.exists(cmd_path):
-            with open(cmd_path, "rb") as f:
-                os.write(master, f.read())
-            os.unlink(cmd_path)
-        time.sleep(0.1)
-'''
-
-PTY_RUN = r'''
-import os, pty, sys, time
-out_path, argv = sys.argv[1], sys.argv[2:]
-master, slave = pty.openpty()
-pid = os.fork()
-if pid == 0:
-    os.close(master)
-    os.setsid()
-    import fcntl, termios
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-    for fd in (0, 1, 2):
-        os.dup2(slave, fd)
-    os.execvp(argv[0], argv)
-os.close(slave)
-with open(out_path, "ab", buffering=0) as out:
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out.write(data)
-os.waitpid(pid, 0)
-'''
-
-TCP_PEER = r'''
-import socket, sys
-port, log = int(sys.argv[1]), sys.argv[2]
-host = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
-srv = socket.socket()
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind((host, port))
-srv.listen(1)
-conn, _ = srv.accept()
-srv.close()  # one connection only: a reconnect would not be served
-with open(log, "a") as out:
-    for line in conn.makefile("r"):
-        out.write(line)
-        out.flush()
-        conn.sendall(line.encode())
-'''
-
-# A unix socket client for the container (busybox has none): connects a
-# stream or datagram socket to a path, then sends its count through it and
-# appends it to /out/count.log every 0.2 s. Built static on the host.
-USK_CLIENT = r'''
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-static void note(const char* file, const char* text) {
-  FILE* f = fopen(file, "a");
-  if (f) { fputs(text, f); fclose(f); }
-}
-int main(int argc, char** argv) {
-  if (argc != 3) return 2;
-  int s = socket(AF_UNIX, strcmp(argv[1], "stream") == 0 ? SOCK_STREAM : SOCK_DGRAM, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  strncpy(a.sun_path, argv[2], sizeof a.sun_path - 1);
-  char line[64];
-  if (s < 0 || connect(s, (struct sockaddr*)&a, sizeof a) < 0) {
-    snprintf(line, sizeof line, "connect: %s\n", strerror(errno));
-    note("/out/err.log", line);
-    return 1;
-  }
-  for (long i = 0;; i++) {
-    int n = snprintf(line, sizeof line, "%ld\n", i);
-    if (send(s, line, n, 0) != n) {
-      snprintf(line, sizeof line, "send: %s\n", strerror(errno));
-      note("/out/err.log", line);
-      return 1;
-    }
-    note("/out/count.log", line);
-    usleep(200000);
-  }
-}
-'''
-
-# Its peer in the guest, outside the container: binds the path and logs what
-# arrives (a stream peer accepts one connection).
-USK_PEER = r'''
-import socket, sys
-kind, path, log = sys.argv[1:4]
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM if kind == "stream" else socket.SOCK_DGRAM)
-srv.bind(path)
-if kind == "stream":
-    srv.listen(1)
-    conn, _ = srv.accept()
-    recv = lambda: conn.recv(4096)
-else:
-    recv = lambda: srv.recv(4096)
-with open(log, "ab", buffering=0) as out:
-    while True:
-        data = recv()
-        if not data:
-            break
-        out.write(data)
-'''
+# Programs the guest runs (with the host's python3), next to this file.
+HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint_flags")
 
 
 class CheckpointFlagsTest(VmTestCase):
@@ -181,13 +48,8 @@ class CheckpointFlagsTest(VmTestCase):
             subprocess.run([CRX, "spec", "--bundle", s], check=True)
             with open(os.path.join(s, "config.json")) as f:
                 cls.base_spec = json.load(f)
-            for name, text in (("console_peer.py", CONSOLE_PEER), ("pty_run.py", PTY_RUN),
-                               ("tcp_peer.py", TCP_PEER), ("usk_peer.py", USK_PEER),
-                               ("usk_client.c", USK_CLIENT)):
-                with open(os.path.join(s, name), "w") as f:
-                    f.write(text)
             subprocess.run(["cc", "-static", "-O2", "-o", os.path.join(s, "usk_client"),
-                            os.path.join(s, "usk_client.c")], check=True)
+                            os.path.join(HELPERS, "usk_client.c")], check=True)
         except BaseException:
             cls.tb.close()
             raise
@@ -276,7 +138,7 @@ class CheckpointFlagsTest(VmTestCase):
 
     def assert_connection_carried_on(self, cid, b, stopped, peer):
         """The restored container counts on through the one TCP connection
-        the peer (tcp_peer.py, logging to <b>/peer.log) accepted; then the
+        the peer (echo_peer.py, logging to <b>/peer.log) accepted; then the
         container goes and the peer ends."""
         self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 3))
         sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
@@ -350,7 +212,7 @@ class CheckpointFlagsTest(VmTestCase):
         cid, port = "tcp", 7101
         b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
                              f"nc 127.0.0.1 {port} >> /out/count.log", netns=False)
-        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log")
+        peer = self.tb.spawn(0, f"python3 {HELPERS}/echo_peer.py {port} {b}/peer.log")
         wait_listening(self.tb, 0, port, "the peer", timeout=180)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
@@ -427,7 +289,7 @@ class CheckpointFlagsTest(VmTestCase):
         b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
                              f"nc 10.78.0.1 {port} >> /out/count.log")
         self.join_netns_by_path(cid, b, ns)
-        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log 10.78.0.1")
+        peer = self.tb.spawn(0, f"python3 {HELPERS}/echo_peer.py {port} {b}/peer.log 10.78.0.1")
         wait_listening(self.tb, 0, port, "the peer", timeout=180)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
@@ -466,7 +328,7 @@ class CheckpointFlagsTest(VmTestCase):
         b = self.bundle(cid, QUIET + f"exec /bin/usk_client {kind} {d}/peer.sock",
                         netns=False, binds=(d,))
         self.g(f"rm -rf {d} && mkdir -p {d} && cp {self.tb.scratch}/usk_client {b}/rootfs/bin/")
-        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/usk_peer.py {kind} {d}/peer.sock "
+        peer = self.tb.spawn(0, f"python3 {HELPERS}/usk_peer.py {kind} {d}/peer.sock "
                                 f"{b}/peer.log")
         wait_until(lambda: self.try_g(f"test -S {d}/peer.sock")[0] == 0, 180, "the peer to bind")
         self.run_container(cid)
@@ -675,7 +537,7 @@ class CheckpointFlagsTest(VmTestCase):
         cid = "console"
         b = self.bundle(cid, "stty -echo; i=0; while :; do i=$((i+1)); sleep 0.2; done & "
                              "exec sh", terminal=True)
-        peer = f"python3 {self.tb.scratch}/console_peer.py"
+        peer = f"python3 {HELPERS}/console_peer.py"
         p1 = self.tb.spawn(0, f"{peer} {b}/c1.sock {b}/c1.cmd {b}/c1.out")
         wait_until(lambda: self.try_g(f"test -S {b}/c1.sock")[0] == 0, 180, "the console socket")
         self.run_container(cid, f"--console-socket {b}/c1.sock")
@@ -719,7 +581,7 @@ class CheckpointFlagsTest(VmTestCase):
         cid = "shelljob"
         b = self.bundle(cid, "i=0; while :; do echo tick-$i; echo $i >> /out/count.log; "
                              "i=$((i+1)); sleep 0.2; done")
-        pty_run = f"python3 {self.tb.scratch}/pty_run.py"
+        pty_run = f"python3 {HELPERS}/pty_run.py"
         p1 = self.tb.spawn(0, f"{pty_run} {b}/t1.out {CRX} run -d -b {b} {cid}")
         self.wait_for_count(cid, 3)
         self.assertIn("tick-", self.g(f"cat {b}/t1.out"))

@@ -29,7 +29,7 @@
 #include "linux/console.hpp"
 #include "rdma/container_qps.hpp"
 #include "rdma/plugin_stats.hpp"
-#include "spec/rootfs.hpp"
+#include "spec/bundle.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
 
@@ -358,12 +358,10 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
 pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
                         const RestoreRequest& r) {
   if (r.image_path.empty()) throw Error("restore: --image-path is required");
-  std::string bundle = r.bundle.empty() ? "." : r.bundle;
-  char real[PATH_MAX];
-  if (!::realpath(bundle.c_str(), real)) throw_errno("bundle " + bundle);
-  bundle = real;
-  spec::Spec s = spec::load_spec(bundle);
-  std::string rootfs = spec::resolve_rootfs(s, bundle);
+  spec::Bundle b = spec::load_bundle(r.bundle);
+  const std::string& bundle = b.dir;
+  const std::string& rootfs = b.rootfs;
+  spec::Spec& s = b.spec;
   // What the checkpointed container was beyond its processes: its cgroup
   // gets the resources `crx update` gave it, not the bundle's.
   std::optional<CarriedState> carried = read_carried_state(r.image_path);

@@ -242,11 +242,7 @@ void kill_frozen_container(const container::GlobalOptions& g, const std::string&
   auto dir = state::StateDir::open(g.root, id);
   auto st = dir.load();
   if (st.cgroup.is_null() || st.cgroup.empty()) return;
-  auto cg = cgroup::Cgroup::load(st.cgroup);
-  // SIGKILL first, thaw second: not one more instruction runs (v1 delivers
-  // the kill on thaw, v2 kills frozen tasks at once).
-  for (pid_t p : cg.pids()) ::kill(p, SIGKILL);
-  cg.thaw();
+  cgroup::Cgroup::load(st.cgroup).kill_all();
 }
 
 void thaw_container(const container::GlobalOptions& g, const std::string& id) {
@@ -379,8 +375,8 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
   // A restore that fails removes what it made.
   ScopeGuard undo([&] {
     if (cg) {
-      for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
       try {
+        cg->kill_all();
         cg->destroy();
       } catch (const std::exception& e) {
         log::warn(std::string("restore cleanup: ") + e.what());

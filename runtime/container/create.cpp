@@ -113,7 +113,7 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   // killed half way leaves delete --force everything it needs to clean up.
   auto cg = cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup);
   ScopeGuard remove_cgroup([&] {
-    for (pid_t p : cg.pids()) ::kill(p, SIGKILL);
+    cg.kill_all();
     cg.destroy();
   });
   st.cgroup = cg.save();

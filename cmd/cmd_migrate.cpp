@@ -1,7 +1,6 @@
 // crx migrate ID --to HOST:PORT: live migration straight into the
 // destination's memory (see runtime/migrate/sender.hpp).
 #include <signal.h>
-#include <sys/utsname.h>
 
 #include <atomic>
 #include <cstdio>
@@ -12,12 +11,11 @@
 #include "commands.hpp"
 #include "cmd_criu_flags.hpp"
 #include "common/error.hpp"
-#include "common/fs.hpp"
 #include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
+#include "migrate/manifest.hpp"
 #include "migrate/ram_dir.hpp"
-#include "migrate/rootfs_stream.hpp"
 #include "migrate/sender.hpp"
 #include "migrate/verbs_source.hpp"
 #include "rdma/container_qps.hpp"
@@ -83,26 +81,9 @@ void register_migrate(Cli& cli) {
       o.to = migrate::parse_host_port(a->to);
       o.key = &key;
       o.wire = cfg.insecure_plaintext ? migrate::WireSecurity::Plaintext : migrate::WireSecurity::Tls;
-      o.manifest.id = a->id;
-      o.manifest.bundle = st.bundle;
-      o.manifest.config_sha256 = migrate::bundle_config_hash(st.bundle);
-      // For the receiver's checks (bind mount sources) when it has no bundle.
-      o.manifest.config_json = read_file(st.bundle + "/config.json");
-      o.manifest.send_rootfs = a->send_rootfs;
-      o.manifest.flags.tcp_established = a->criu.tcp_established;
-      o.manifest.flags.ext_unix_sk = a->criu.ext_unix_sk;
-      o.manifest.flags.shell_job = a->criu.shell_job;
-      o.manifest.flags.file_locks = a->criu.file_locks;
-      o.manifest.flags.manage_cgroups_mode = a->criu.manage_cgroups_mode;
-      struct utsname u{};
-      ::uname(&u);
-      o.manifest.kernel = u.release;
-      try {
-        auto v = checkpoint::criu_version();
-        o.manifest.criu_version = std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
-                                  std::to_string(v.sublevel);
-      } catch (const Error&) {
-      }
+      auto criu_flags = a->criu.to_flags();
+      o.manifest = migrate::source_manifest(a->id, st.bundle, criu_flags, a->send_rootfs,
+                                            migrate::host_versions());
       o.rootfs_bundle = st.bundle;
       migrate::RamDir ram(cfg.image_dir);
       o.work_dir = ram.path() + "/out-" + a->id + "-" + migrate::random_hex(4);
@@ -122,7 +103,7 @@ void register_migrate(Cli& cli) {
 
       // Refuses here, before anything is frozen, when the container has
       // processes CRIU would leave behind (unless --kill-exec).
-      migrate::CriuSource criu(cli.global, a->id, a->criu.to_flags(), a->kill_exec);
+      migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       o.manifest.inventory = criu.inventory().to_json();
       migrate::VerbsSource source(criu, qps, a->id);
       auto report = migrate::migrate_out(source, o);

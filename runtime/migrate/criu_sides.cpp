@@ -21,6 +21,7 @@
 #include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
 #include "migrate/destination_checks.hpp"
+#include "migrate/manifest.hpp"
 #include "migrate/page_relay.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/tcp_hush.hpp"
@@ -95,10 +96,6 @@ class CriuPageSink : public PageSink {
 };
 
 }  // namespace
-
-std::string bundle_config_hash(const std::string& bundle) {
-  return sha256_file(bundle + "/config.json");
-}
 
 CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
                        bool kill_exec)

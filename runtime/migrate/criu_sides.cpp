@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -183,18 +182,10 @@ Acceptance CriuDestination::accept(const Manifest& m) {
     throw Error("container " + m.id + " already exists on the destination");
   }
   // What would only fail the restore, after the source froze: refused now.
-  struct utsname u{};
-  ::uname(&u);
-  check_not_older("kernel", u.release, m.kernel);
-  try {
-    auto v = checkpoint::criu_version();
-    check_not_older("CRIU",
-                    std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
-                        std::to_string(v.sublevel),
-                    m.criu_version);
-  } catch (const Error&) {
-    // CRIU missing or broken here: the restore says so.
-  }
+  // A CRIU missing or broken here has no version: the restore says so.
+  HostVersions here = host_versions();
+  check_not_older("kernel", here.kernel, m.kernel);
+  check_not_older("CRIU", here.criu, m.criu_version);
   Acceptance a{m.bundle, false};
   std::optional<spec::Spec> config;
   if (path_exists(m.bundle + "/config.json")) {

@@ -48,6 +48,21 @@ def wait_listening(tb, k, port, what, proc=None, timeout=60):
     wait_until(up, timeout, f"{what} to listen on port {port}", interval=0.3)
 
 
+def boot_shared(n, prepare, **kw):
+    """For setUpClass: boot n guests (Testbed(n, **kw)) that all cases of a
+    class share and run prepare(tb); the test bed is closed again when that
+    fails. The class's tearDownClass closes it."""
+    t = time.monotonic()
+    tb = Testbed(n, **kw).start()
+    print(f"booted {n} guest(s) in {time.monotonic() - t:.1f} s", flush=True)
+    try:
+        prepare(tb)
+    except BaseException:
+        tb.close()
+        raise
+    return tb
+
+
 class VmTestCase(unittest.TestCase):
     maxDiff = None
 

@@ -11,15 +11,13 @@ The containers count: `echo $i >> /out/count.log` every 0.2 s, /out being a
 bind mount (a CRIU external mount) of /tmp/b/<id>/out in the guest."""
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, main, wait_for_count, wait_listening, wait_until  # noqa: E402
-from testbed import Testbed  # noqa: E402
+from vmtest import (VmTestCase, boot_shared, main, wait_for_count, wait_listening,  # noqa: E402
+                    wait_until)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -37,22 +35,19 @@ class CheckpointFlagsTest(VmTestCase):
 
     @classmethod
     def setUpClass(cls):
-        t = time.monotonic()
-        cls.tb = Testbed(1, rxe=False).start()
-        print(f"booted 1 guest in {time.monotonic() - t:.1f} s", flush=True)
-        try:
-            s = cls.tb.scratch
-            os.makedirs(os.path.join(s, "rootfs"), exist_ok=True)
-            subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"),
-                            os.path.join(s, "rootfs")], check=True)
-            subprocess.run([CRX, "spec", "--bundle", s], check=True)
-            with open(os.path.join(s, "config.json")) as f:
-                cls.base_spec = json.load(f)
-            subprocess.run(["cc", "-static", "-O2", "-o", os.path.join(s, "usk_client"),
-                            os.path.join(HELPERS, "usk_client.c")], check=True)
-        except BaseException:
-            cls.tb.close()
-            raise
+        cls.tb = boot_shared(1, cls.prepare, rxe=False)
+
+    @classmethod
+    def prepare(cls, tb):
+        s = tb.scratch
+        os.makedirs(os.path.join(s, "rootfs"), exist_ok=True)
+        subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"),
+                        os.path.join(s, "rootfs")], check=True)
+        subprocess.run([CRX, "spec", "--bundle", s], check=True)
+        with open(os.path.join(s, "config.json")) as f:
+            cls.base_spec = json.load(f)
+        subprocess.run(["cc", "-static", "-O2", "-o", os.path.join(s, "usk_client"),
+                        os.path.join(HELPERS, "usk_client.c")], check=True)
 
     @classmethod
     def tearDownClass(cls):

@@ -13,8 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, main, wait_for_count, wait_listening, wait_until  # noqa: E402
-from testbed import Testbed  # noqa: E402
+from vmtest import (VmTestCase, boot_shared, main, wait_for_count, wait_listening,  # noqa: E402
+                    wait_until)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -367,34 +367,31 @@ class ContainerStateMigrateTest(Receiving, Base):
 
     @classmethod
     def setUpClass(cls):
-        t = time.monotonic()
-        cls.tb = Testbed(2, rxe=False).start()
-        print(f"booted 2 guests in {time.monotonic() - t:.1f} s", flush=True)
-        try:
-            b = make_bundle(cls.tb.scratch)
-            cfg = os.path.join(b, "config.json")
-            with open(cfg) as f:
-                spec = json.load(f)
-            spec["annotations"] = {"org.example.owner-team": "migration", "io.crx.test": "16"}
-            # Which hooks run where: each appends its name to out/hooks.log.
-            log = os.path.join(cls.tb.scratch, "out", "hooks.log")
-            spec["hooks"] = {h: [{"path": "/bin/sh", "args": ["sh", "-c", f"echo {h} >> {log}"]}]
-                             for h in ("prestart", "createRuntime", "poststart")}
-            # A host path each guest has on its own (not the shared scratch).
-            spec["mounts"].append({"destination": "/extra", "type": "bind",
-                                   "source": "/tmp/extra-src", "options": ["rbind", "ro"]})
-            with open(cfg, "w") as f:
-                json.dump(spec, f)
-            # Init execs a process that never waits: the two `sleep 0` stay
-            # its zombies; the count goes through a pipeline of three.
-            z = make_bundle(cls.tb.scratch, name="bundle-z", script=PIPELINE_AND_ZOMBIES)
-            for k in (0, 1):
-                cls.tb.run(k, f"cp -a {b} /tmp/bundle && cp -a {z} /tmp/bundle-z && "
-                              f"printf %s {KEY} > /tmp/key && "
-                              "chmod 600 /tmp/key && mkdir -p /tmp/extra-src", check=True)
-        except BaseException:
-            cls.tb.close()
-            raise
+        cls.tb = boot_shared(2, cls.prepare, rxe=False)
+
+    @classmethod
+    def prepare(cls, tb):
+        b = make_bundle(tb.scratch)
+        cfg = os.path.join(b, "config.json")
+        with open(cfg) as f:
+            spec = json.load(f)
+        spec["annotations"] = {"org.example.owner-team": "migration", "io.crx.test": "16"}
+        # Which hooks run where: each appends its name to out/hooks.log.
+        log = os.path.join(tb.scratch, "out", "hooks.log")
+        spec["hooks"] = {h: [{"path": "/bin/sh", "args": ["sh", "-c", f"echo {h} >> {log}"]}]
+                         for h in ("prestart", "createRuntime", "poststart")}
+        # A host path each guest has on its own (not the shared scratch).
+        spec["mounts"].append({"destination": "/extra", "type": "bind",
+                               "source": "/tmp/extra-src", "options": ["rbind", "ro"]})
+        with open(cfg, "w") as f:
+            json.dump(spec, f)
+        # Init execs a process that never waits: the two `sleep 0` stay
+        # its zombies; the count goes through a pipeline of three.
+        z = make_bundle(tb.scratch, name="bundle-z", script=PIPELINE_AND_ZOMBIES)
+        for k in (0, 1):
+            tb.run(k, f"cp -a {b} /tmp/bundle && cp -a {z} /tmp/bundle-z && "
+                      f"printf %s {KEY} > /tmp/key && "
+                      "chmod 600 /tmp/key && mkdir -p /tmp/extra-src", check=True)
 
     @classmethod
     def tearDownClass(cls):

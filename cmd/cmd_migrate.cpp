@@ -1,7 +1,6 @@
 // crx migrate ID --to HOST:PORT: live migration straight into the
 // destination's memory (see runtime/migrate/sender.hpp).
 #include <signal.h>
-#include <sys/utsname.h>
 
 #include <atomic>
 #include <cstdio>
@@ -11,13 +10,13 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "cmd_criu_flags.hpp"
+#include "migrate_args.hpp"
 #include "common/error.hpp"
-#include "common/fs.hpp"
 #include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
+#include "migrate/manifest.hpp"
 #include "migrate/ram_dir.hpp"
-#include "migrate/rootfs_stream.hpp"
 #include "migrate/sender.hpp"
 #include "migrate/verbs_source.hpp"
 #include "rdma/container_qps.hpp"
@@ -26,19 +25,13 @@
 namespace crx::cmd {
 namespace {
 
-struct MigrateArgs {
+struct MigrateArgs : MigrateConfigArgs {
   std::string id;
   std::string to;
-  std::string config = migrate::kDefaultConfigPath;
-  std::string key_file;
-  std::string image_dir;
   int pre_copy = -1;
   double min_shrink = -1;
-  int timeout = 0;
   bool send_rootfs = false;
   bool kill_exec = false;
-  std::string format = "text";
-  bool insecure_plaintext = false;
   CriuFlagArgs criu;
 };
 
@@ -49,31 +42,20 @@ void register_migrate(Cli& cli) {
   auto a = std::make_shared<MigrateArgs>();
   sub->add_option("id", a->id, "container id")->required();
   sub->add_option("--to", a->to, "HOST:PORT of the receiver")->required();
-  sub->add_option("--config", a->config, "config file (default /etc/crx/config.yaml)");
-  sub->add_option("--key", a->key_file, "shared key file (mode 0600)");
-  sub->add_option("--image-dir", a->image_dir, "RAM directory for the images in flight");
+  a->add_config_flags(sub, "RAM directory for the images in flight");
   sub->add_option("--pre-copy", a->pre_copy, "at most N pre-copy rounds while the container runs");
   sub->add_option("--min-shrink", a->min_shrink, "stop pre-copy when a round shrinks less (percent)");
-  sub->add_option("--timeout", a->timeout, "seconds per network step");
   sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
                 "moved and are killed with the source; without it such a container is refused");
-  sub->add_flag("--insecure-plaintext", a->insecure_plaintext,
-                "no TLS: the memory and images cross the network in clear text, only the key "
-                "is proved; the other end must say so too");
-  sub->add_option("--format", a->format, "report format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  a->add_wire_and_format_flags(sub);
   add_criu_flags(sub, a->criu, false);
   sub->callback([&cli, a] {
     cli.action = [&cli, a] {
-      auto cfg = migrate::load_migrate_config(a->config, a->config != migrate::kDefaultConfigPath);
-      if (!a->key_file.empty()) cfg.key_file = a->key_file;
-      if (!a->image_dir.empty()) cfg.image_dir = a->image_dir;
+      auto cfg = a->load();
       if (a->pre_copy >= 0) cfg.pre_copy.max_rounds = a->pre_copy;
       if (a->min_shrink >= 0) cfg.pre_copy.min_shrink_percent = a->min_shrink;
-      if (a->timeout > 0) cfg.timeout_seconds = a->timeout;
-      if (a->insecure_plaintext) cfg.insecure_plaintext = true;
       auto key = migrate::SharedKey::from_file(cfg.key_file);
 
       // Read the state, then let go of the container's lock: the migration
@@ -83,26 +65,9 @@ void register_migrate(Cli& cli) {
       o.to = migrate::parse_host_port(a->to);
       o.key = &key;
       o.wire = cfg.insecure_plaintext ? migrate::WireSecurity::Plaintext : migrate::WireSecurity::Tls;
-      o.manifest.id = a->id;
-      o.manifest.bundle = st.bundle;
-      o.manifest.config_sha256 = migrate::bundle_config_hash(st.bundle);
-      // For the receiver's checks (bind mount sources) when it has no bundle.
-      o.manifest.config_json = read_file(st.bundle + "/config.json");
-      o.manifest.send_rootfs = a->send_rootfs;
-      o.manifest.flags.tcp_established = a->criu.tcp_established;
-      o.manifest.flags.ext_unix_sk = a->criu.ext_unix_sk;
-      o.manifest.flags.shell_job = a->criu.shell_job;
-      o.manifest.flags.file_locks = a->criu.file_locks;
-      o.manifest.flags.manage_cgroups_mode = a->criu.manage_cgroups_mode;
-      struct utsname u{};
-      ::uname(&u);
-      o.manifest.kernel = u.release;
-      try {
-        auto v = checkpoint::criu_version();
-        o.manifest.criu_version = std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
-                                  std::to_string(v.sublevel);
-      } catch (const Error&) {
-      }
+      auto criu_flags = a->criu.to_flags();
+      o.manifest = migrate::source_manifest(a->id, st.bundle, criu_flags, a->send_rootfs,
+                                            migrate::host_versions());
       o.rootfs_bundle = st.bundle;
       migrate::RamDir ram(cfg.image_dir);
       o.work_dir = ram.path() + "/out-" + a->id + "-" + migrate::random_hex(4);
@@ -122,7 +87,7 @@ void register_migrate(Cli& cli) {
 
       // Refuses here, before anything is frozen, when the container has
       // processes CRIU would leave behind (unless --kill-exec).
-      migrate::CriuSource criu(cli.global, a->id, a->criu.to_flags(), a->kill_exec);
+      migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       o.manifest.inventory = criu.inventory().to_json();
       migrate::VerbsSource source(criu, qps, a->id);
       auto report = migrate::migrate_out(source, o);
@@ -132,12 +97,7 @@ void register_migrate(Cli& cli) {
         for (const auto& p : criu.left_out())
           report.left_out.push_back(checkpoint::describe({p}));
       }
-      if (a->format == "json") {
-        std::printf("%s\n", report.to_json().c_str());
-      } else {
-        std::printf("%s", report.to_text().c_str());
-      }
-      std::fflush(stdout);
+      a->print(report);
       if (report.outcome != "migrated") throw Error("migration of " + a->id + " " + report.outcome + ": " + report.error);
       return 0;
     };

@@ -13,6 +13,7 @@
 #include "cli.hpp"
 #include "commands.hpp"
 #include "cmd_criu_flags.hpp"
+#include "migrate_args.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "stop_signals.hpp"
@@ -40,15 +41,9 @@ bool wait_for_sender(const migrate::TcpListener& listener) {
   return false;
 }
 
-struct ReceiveArgs {
+struct ReceiveArgs : MigrateConfigArgs {
   std::string listen;
-  std::string config = migrate::kDefaultConfigPath;
-  std::string key_file;
-  std::string image_dir;
-  int timeout = 0;
   bool once = false;
-  std::string format = "text";
-  bool insecure_plaintext = false;
 };
 
 }  // namespace
@@ -57,24 +52,13 @@ void register_receive(Cli& cli) {
   auto* sub = add_command(cli, "receive");
   auto a = std::make_shared<ReceiveArgs>();
   sub->add_option("--listen", a->listen, "ADDR:PORT to listen on");
-  sub->add_option("--config", a->config, "config file (default /etc/crx/config.yaml)");
-  sub->add_option("--key", a->key_file, "shared key file (mode 0600)");
-  sub->add_option("--image-dir", a->image_dir, "RAM directory for received images");
-  sub->add_option("--timeout", a->timeout, "seconds per network step");
+  a->add_config_flags(sub, "RAM directory for received images");
   sub->add_flag("--once", a->once, "exit after one migration (status: its outcome)");
-  sub->add_flag("--insecure-plaintext", a->insecure_plaintext,
-                "no TLS: the memory and images cross the network in clear text, only the key "
-                "is proved; the other end must say so too");
-  sub->add_option("--format", a->format, "report format: text or json")
-      ->check(CLI::IsMember({"text", "json"}));
+  a->add_wire_and_format_flags(sub);
   sub->callback([&cli, a] {
     cli.action = [&cli, a] {
-      auto cfg = migrate::load_migrate_config(a->config, a->config != migrate::kDefaultConfigPath);
+      auto cfg = a->load();
       if (!a->listen.empty()) cfg.listen = a->listen;
-      if (!a->key_file.empty()) cfg.key_file = a->key_file;
-      if (!a->image_dir.empty()) cfg.image_dir = a->image_dir;
-      if (a->timeout > 0) cfg.timeout_seconds = a->timeout;
-      if (a->insecure_plaintext) cfg.insecure_plaintext = true;
       auto key = migrate::SharedKey::from_file(cfg.key_file);
       auto wire = cfg.insecure_plaintext ? migrate::WireSecurity::Plaintext : migrate::WireSecurity::Tls;
       std::string why;
@@ -112,12 +96,7 @@ void register_receive(Cli& cli) {
         auto fd = listener.accept(std::chrono::milliseconds(0), &peer);
         if (a->format == "text") o.progress = migrate::terminal_progress("receive from " + peer);
         auto report = migrate::receive_one(listener, std::move(fd), peer, dest, o);
-        if (a->format == "json") {
-          std::printf("%s\n", report.to_json().c_str());
-        } else {
-          std::printf("%s", report.to_text().c_str());
-        }
-        std::fflush(stdout);
+        a->print(report);
         if (a->once) {
           if (report.outcome != "migrated") throw Error("migration " + report.outcome + ": " + report.error);
           return 0;

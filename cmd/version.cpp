@@ -11,6 +11,7 @@
 #include <chrono>
 
 #include "cli.hpp"
+#include "common/retry_eintr.hpp"
 #include "crx_version.h"
 #include "spec/version.hpp"
 
@@ -51,11 +52,9 @@ std::string output_of(const std::vector<std::string>& argv) {
         until - std::chrono::steady_clock::now());
     if (left.count() <= 0) break;
     struct pollfd pfd{p[0], POLLIN, 0};
-    int r = ::poll(&pfd, 1, static_cast<int>(left.count()));
-    if (r < 0 && errno == EINTR) continue;
+    int r = retry_eintr([&] { return ::poll(&pfd, 1, static_cast<int>(left.count())); });
     if (r <= 0) break;
-    ssize_t n = ::read(p[0], buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = retry_eintr([&] { return ::read(p[0], buf, sizeof buf); });
     if (n <= 0) {
       eof = n == 0;
       break;
@@ -74,8 +73,7 @@ std::string output_of(const std::vector<std::string>& argv) {
   }
   if (!exited) {
     ::kill(pid, SIGKILL);
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    retry_eintr([&] { return ::waitpid(pid, &status, 0); });
     return {};
   }
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return {};

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <sys/vfs.h>
@@ -386,6 +387,13 @@ std::vector<pid_t> Cgroup::pids() const {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+void Cgroup::kill_all() const {
+  auto tasks = pids();
+  if (tasks.empty()) return;
+  for (pid_t p : tasks) ::kill(p, SIGKILL);
+  if (!path_for(layout_ == Layout::V2 ? "unified" : "freezer").empty()) thaw();
 }
 
 nlohmann::json Cgroup::stats() const {

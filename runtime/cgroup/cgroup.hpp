@@ -101,6 +101,12 @@ class Cgroup {
   bool frozen() const;
 
   std::vector<pid_t> pids() const;  // every process in the cgroup (ps, kill --all)
+  // SIGKILL to every process, then a thaw when there were some and the
+  // cgroup has a freezer: a frozen task dies only once thawed (v1; v2 kills
+  // frozen tasks at once), and not one more instruction of them runs. For
+  // kill --all, delete --force, a failed migration and the rollbacks of
+  // create and restore.
+  void kill_all() const;
   // The "data" object of runc `events --stats` (cpu, memory, pids, blkio, hugetlb).
   nlohmann::json stats() const;
   uint64_t oom_kill_count() const;  // OOM kills so far (0 without memory controller)

@@ -29,7 +29,7 @@
 #include "linux/console.hpp"
 #include "rdma/container_qps.hpp"
 #include "rdma/plugin_stats.hpp"
-#include "spec/rootfs.hpp"
+#include "spec/bundle.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
 
@@ -242,11 +242,7 @@ void kill_frozen_container(const container::GlobalOptions& g, const std::string&
   auto dir = state::StateDir::open(g.root, id);
   auto st = dir.load();
   if (st.cgroup.is_null() || st.cgroup.empty()) return;
-  auto cg = cgroup::Cgroup::load(st.cgroup);
-  // SIGKILL first, thaw second: not one more instruction runs (v1 delivers
-  // the kill on thaw, v2 kills frozen tasks at once).
-  for (pid_t p : cg.pids()) ::kill(p, SIGKILL);
-  cg.thaw();
+  cgroup::Cgroup::load(st.cgroup).kill_all();
 }
 
 void thaw_container(const container::GlobalOptions& g, const std::string& id) {
@@ -358,12 +354,10 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
 pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
                         const RestoreRequest& r) {
   if (r.image_path.empty()) throw Error("restore: --image-path is required");
-  std::string bundle = r.bundle.empty() ? "." : r.bundle;
-  char real[PATH_MAX];
-  if (!::realpath(bundle.c_str(), real)) throw_errno("bundle " + bundle);
-  bundle = real;
-  spec::Spec s = spec::load_spec(bundle);
-  std::string rootfs = spec::resolve_rootfs(s, bundle);
+  spec::Bundle b = spec::load_bundle(r.bundle);
+  const std::string& bundle = b.dir;
+  const std::string& rootfs = b.rootfs;
+  spec::Spec& s = b.spec;
   // What the checkpointed container was beyond its processes: its cgroup
   // gets the resources `crx update` gave it, not the bundle's.
   std::optional<CarriedState> carried = read_carried_state(r.image_path);
@@ -381,8 +375,8 @@ pid_t restore_container(const container::GlobalOptions& g, const std::string& id
   // A restore that fails removes what it made.
   ScopeGuard undo([&] {
     if (cg) {
-      for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
       try {
+        cg->kill_all();
         cg->destroy();
       } catch (const std::exception& e) {
         log::warn(std::string("restore cleanup: ") + e.what());

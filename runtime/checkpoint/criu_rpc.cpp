@@ -13,6 +13,7 @@
 #include "checkpoint/criu_plugins.hpp"
 #include "common/child_process.hpp"
 #include "common/error.hpp"
+#include "common/log.hpp"
 #include "common/retry_eintr.hpp"
 #include "criu-rpc/rpc.pb-c.h"
 
@@ -221,10 +222,17 @@ class SwrkSession {
 
   ~SwrkSession() {
     sock_.reset();
-    // CRIU exits once its socket closes; give it the chance before SIGKILL.
-    if (child_.running()) {
-      int status;
-      for (int i = 0; i < 200 && !child_.try_wait(&status); ++i) ::usleep(10000);
+    // CRIU exits once its socket closes; give it the chance before SIGKILL
+    // (child_'s destructor). Nothing may escape a destructor: a waitpid
+    // that fails means the child is no longer ours to kill or reap.
+    try {
+      if (child_.running()) {
+        int status;
+        for (int i = 0; i < 200 && !child_.try_wait(&status); ++i) ::usleep(10000);
+      }
+    } catch (const Error& e) {
+      log::warn("criu " + action_ + ": " + e.what());
+      child_.release();
     }
   }
 

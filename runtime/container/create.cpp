@@ -30,18 +30,13 @@
 #include "linux/namespaces.hpp"
 #include "linux/rlimits.hpp"
 #include "linux/seccomp.hpp"
+#include "spec/bundle.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
 
 namespace crx::container {
 
 namespace {
-
-std::string absolute(const std::string& p) {
-  char buf[PATH_MAX];
-  if (!::realpath(p.c_str(), buf)) throw_errno("bundle " + p);
-  return buf;
-}
 
 // The pid file as an absolute path (it need not exist yet); "" stays "".
 std::string absolute_pid_file(const std::string& p) {
@@ -51,10 +46,7 @@ std::string absolute_pid_file(const std::string& p) {
   return std::string(cwd) + "/" + p;
 }
 
-void check_spec_is_runnable(const spec::Spec& spec, const std::string& rootfs) {
-  struct stat st;
-  if (::stat(rootfs.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    throw Error("rootfs " + rootfs + " does not exist or is not a directory");
+void check_spec_is_runnable(const spec::Spec& spec) {
   if (spec.process.args.empty()) throw Error("config.json: .process.args: must not be empty");
   // Without a mount namespace the container is chrooted into its rootfs in
   // the caller's mount namespace (as runc), where nothing is remounted.
@@ -82,13 +74,13 @@ void tell_cgroup_joined(const SyncChannel& parent_end) {
 Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   int passed_fds = linux_::passed_fd_count(o.preserve_fds);
   linux_::check_passed_fds_open(passed_fds);
-  std::string bundle = absolute(o.bundle);
-  spec::Spec spec = spec::load_spec(bundle);
+  spec::Bundle b = spec::load_bundle(o.bundle);
+  const std::string& bundle = b.dir;
+  const std::string& rootfs = b.rootfs;
+  spec::Spec& spec = b.spec;
   linux_::add_listen_fds_env(spec.process.env, linux_::listen_fd_count());
   linux_::validate_sysctls(spec.linux);
-  std::string rootfs = spec.root.path;
-  if (rootfs.empty() || rootfs[0] != '/') rootfs = bundle + "/" + rootfs;
-  check_spec_is_runnable(spec, rootfs);
+  check_spec_is_runnable(spec);
   // refused by runc's spec conversion too, in the same words
   if (o.no_pivot && (spec.linux.rootfs_propagation == "private" || spec.linux.rootfs_propagation == "rprivate"))
     throw Error("config.json: .linux.rootfsPropagation: rootfsPropagation of [r]private is not safe "
@@ -121,7 +113,7 @@ Created create_container(const GlobalOptions& g, const CreateOptions& o) {
   // killed half way leaves delete --force everything it needs to clean up.
   auto cg = cgroup::Cgroup::plan(spec.linux.cgroups_path, o.id, g.systemd_cgroup);
   ScopeGuard remove_cgroup([&] {
-    for (pid_t p : cg.pids()) ::kill(p, SIGKILL);
+    cg.kill_all();
     cg.destroy();
   });
   st.cgroup = cg.save();

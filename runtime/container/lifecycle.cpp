@@ -138,9 +138,11 @@ void kill_container(const GlobalOptions& g, const std::string& id, int signal, b
   if (all) {
     auto cg = load_cgroup(st);
     if (!cg) throw Error("container " + id + ": no cgroup to signal --all");
-    bool frozen = cg->frozen();
-    for (pid_t p : cg->pids()) ::kill(p, signal);
-    if (frozen && signal == SIGKILL) cg->thaw();
+    if (signal == SIGKILL) {
+      cg->kill_all();
+    } else {
+      for (pid_t p : cg->pids()) ::kill(p, signal);
+    }
     return;
   }
   if (::kill(st.pid, signal) != 0) {
@@ -218,10 +220,7 @@ void delete_container(const GlobalOptions& g, const std::string& id, bool force)
   }
   if (status != state::Status::Stopped || force) {
     if (st.pid > 0 && state::process_alive(st.pid, st.pid_start_time)) ::kill(st.pid, SIGKILL);
-    if (cg) {
-      for (pid_t p : cg->pids()) ::kill(p, SIGKILL);
-      if (cg->frozen()) cg->thaw();
-    }
+    if (cg) cg->kill_all();
     wait_gone(st.pid, st.pid_start_time);
   }
   detach_mounts_made_outside(st);

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -21,6 +20,7 @@
 #include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
 #include "migrate/destination_checks.hpp"
+#include "migrate/manifest.hpp"
 #include "migrate/page_relay.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/tcp_hush.hpp"
@@ -95,10 +95,6 @@ class CriuPageSink : public PageSink {
 };
 
 }  // namespace
-
-std::string bundle_config_hash(const std::string& bundle) {
-  return sha256_file(bundle + "/config.json");
-}
 
 CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
                        bool kill_exec)
@@ -186,18 +182,10 @@ Acceptance CriuDestination::accept(const Manifest& m) {
     throw Error("container " + m.id + " already exists on the destination");
   }
   // What would only fail the restore, after the source froze: refused now.
-  struct utsname u{};
-  ::uname(&u);
-  check_not_older("kernel", u.release, m.kernel);
-  try {
-    auto v = checkpoint::criu_version();
-    check_not_older("CRIU",
-                    std::to_string(v.major) + "." + std::to_string(v.minor) + "." +
-                        std::to_string(v.sublevel),
-                    m.criu_version);
-  } catch (const Error&) {
-    // CRIU missing or broken here: the restore says so.
-  }
+  // A CRIU missing or broken here has no version: the restore says so.
+  HostVersions here = host_versions();
+  check_not_older("kernel", here.kernel, m.kernel);
+  check_not_older("CRIU", here.criu, m.criu_version);
   Acceptance a{m.bundle, false};
   std::optional<spec::Spec> config;
   if (path_exists(m.bundle + "/config.json")) {

@@ -64,7 +64,4 @@ class CriuDestination : public DestinationSide {
   std::set<std::string> restored_;
 };
 
-// "<hash of config.json>" of a bundle, as the manifest carries it.
-std::string bundle_config_hash(const std::string& bundle);
-
 }  // namespace crx::migrate

@@ -145,9 +145,9 @@ void FrameConn::write_all(const char* data, size_t len) {
   }
   while (len > 0) {
     wait_ready(POLLOUT, "sending to");
-    ssize_t n = ::send(fd_.get(), data, len, MSG_NOSIGNAL);
+    ssize_t n = retry_eintr([&] { return ::send(fd_.get(), data, len, MSG_NOSIGNAL); });
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == EAGAIN) continue;
       throw_errno("send to " + peer_);
     }
     data += n;
@@ -174,9 +174,9 @@ void FrameConn::read_all(char* data, size_t len, bool at_frame_start) {
   }
   while (got < len) {
     wait_ready(POLLIN, "waiting for");
-    ssize_t n = ::recv(fd_.get(), data + got, len - got, 0);
+    ssize_t n = retry_eintr([&] { return ::recv(fd_.get(), data + got, len - got, 0); });
     if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == EAGAIN) continue;
       throw_errno("receive from " + peer_);
     }
     if (n == 0) {

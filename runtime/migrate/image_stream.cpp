@@ -133,8 +133,8 @@ void ImageStreamer::watch_loop() {
     struct pollfd p[2] = {{inotify_.get(), POLLIN, 0}, {stop_.get(), POLLIN, 0}};
     if (retry_eintr([&] { return ::poll(p, 2, -1); }) < 0) throw_errno("poll inotify");
     if (p[0].revents & POLLIN) {
-      ssize_t n = ::read(inotify_.get(), buf, sizeof buf);
-      if (n < 0 && errno != EAGAIN && errno != EINTR) throw_errno("read inotify");
+      ssize_t n = retry_eintr([&] { return ::read(inotify_.get(), buf, sizeof buf); });
+      if (n < 0 && errno != EAGAIN) throw_errno("read inotify");
       for (ssize_t off = 0; n > 0 && off < n;) {
         auto* ev = reinterpret_cast<struct inotify_event*>(buf + off);
         if (ev->len > 0 && !(ev->mask & IN_ISDIR)) send_file(ev->name);

@@ -237,6 +237,28 @@ TEST_F(CgroupHost, ProcessesAreFoundFrozenAndThawed) {
   for (const auto& [ctrl, dir] : c.dirs()) EXPECT_FALSE(crx::path_exists(dir)) << dir;
 }
 
+// kill --all, delete --force, a failed migration and the rollbacks of
+// create and restore: a frozen task dies only once thawed (v1), and a
+// cgroup that was only planned has nothing to kill.
+TEST_F(CgroupHost, KillAllEmptiesAFrozenCgroup) {
+  auto planned = cg::Cgroup::plan(unique_name("killall-planned"), "killall-planned", false);
+  planned.kill_all();
+
+  auto c = cg::Cgroup::create(unique_name("killall"), "killall", false, nullptr);
+  Child child([] {
+    for (;;) ::pause();
+    return 0;
+  });
+  c.add_process(child.pid());
+  c.freeze();
+  c.kill_all();
+  int st = child.wait_status();
+  EXPECT_TRUE(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL) << st;
+  EXPECT_FALSE(c.frozen());
+  c.kill_all();  // empty: nothing to do
+  c.destroy();
+}
+
 TEST_F(CgroupHost, SavedCgroupIsLoadedByALaterCommand) {
   auto c = cg::Cgroup::create(unique_name("saved"), "saved", false, nullptr);
   auto saved = c.save();

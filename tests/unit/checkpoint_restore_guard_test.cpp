@@ -18,6 +18,7 @@
 #include "common/fs.hpp"
 #include "common/retry_eintr.hpp"
 #include "../support/reap.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -60,18 +61,12 @@ using crx::testing::reap;
 class RestoreGuardTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/crx-guard-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    base = tmpl;
     images = base + "/1";
     ASSERT_EQ(::mkdir(images.c_str(), 0700), 0);
     // Orphans of the owner below come to us, so that we can reap them.
     ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
   }
-  void TearDown() override {
-    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
-    crx::remove_tree(base);
-  }
+  void TearDown() override { ::prctl(PR_SET_CHILD_SUBREAPER, 0); }
 
   // Forks the "restoring crx": a guard, then one task with CRIU's title;
   // with disarm the guard is disarmed before it reports. Reports the
@@ -97,7 +92,8 @@ class RestoreGuardTest : public ::testing::Test {
     return pid;
   }
 
-  std::string base, images;
+  crx::test::TempDir tmp{"crx-guard"};
+  std::string base = tmp.path(), images;
 };
 
 TEST_F(RestoreGuardTest, TitleIsCriusWithTheRealPath) {

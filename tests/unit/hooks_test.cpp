@@ -9,17 +9,12 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
 class Hooks : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/crx-hooks-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override { crx::remove_tree(dir_); }
 
   // A /bin/sh script hook in the temp dir.
   crx::spec::Hook script(const std::string& name, const std::string& body) {
@@ -42,7 +37,8 @@ class Hooks : public ::testing::Test {
     return "no error";
   }
 
-  std::string dir_;
+  crx::test::TempDir tmp_{"crx-hooks"};
+  std::string dir_ = tmp_.path();
 };
 
 TEST_F(Hooks, StateArrivesOnStdinAndEnvIsExactlyTheHooks) {

@@ -11,6 +11,7 @@
 
 #include "common/fs.hpp"
 #include "migrate/stale_sessions.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -20,15 +21,11 @@ using crx::migrate::write_session_marker;
 class StaleSessions : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/crx-stale-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    base = tmpl;
     images = base + "/images";
     g.root = base + "/state";
     ASSERT_EQ(::mkdir(images.c_str(), 0700), 0);
     ASSERT_EQ(::mkdir(g.root.c_str(), 0711), 0);
   }
-  void TearDown() override { crx::remove_tree(base); }
 
   // A session of a receiver that is gone: this pid with another start time.
   std::string dead_session(const std::string& id, bool committed, const std::string& began) {
@@ -48,7 +45,8 @@ class StaleSessions : public ::testing::Test {
     return dir;
   }
 
-  std::string base, images;
+  crx::test::TempDir tmp{"crx-stale"};
+  std::string base = tmp.path(), images;
   crx::container::GlobalOptions g;
 };
 

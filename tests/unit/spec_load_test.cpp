@@ -1,23 +1,20 @@
-// load_spec reads <bundle>/config.json; resolve_rootfs finds the rootfs.
+// load_spec reads <bundle>/config.json; resolve_rootfs finds the rootfs;
+// load_bundle, what create and restore use, does both for a bundle dir.
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 
 #include "common/fs.hpp"
-#include "spec/rootfs.hpp"
+#include "spec/bundle.hpp"
 #include "spec_test_util.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
 class Bundle : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/crx-spec-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(dir); }
   void write_config(const std::string& text) { crx::write_file(dir + "/config.json", text); }
   std::string load_error() {
     try {
@@ -27,7 +24,8 @@ class Bundle : public ::testing::Test {
     }
     return "";
   }
-  std::string dir;
+  crx::test::TempDir tmp{"crx-spec"};
+  std::string dir = tmp.path();
 };
 
 TEST_F(Bundle, LoadsAndKeepsTheDocument) {
@@ -91,6 +89,47 @@ TEST_F(Bundle, MissingRootfsIsOneClearLine) {
   }
   crx::write_file(dir + "/rootfs", "not a dir");
   EXPECT_THROW(crx::spec::resolve_rootfs(spec, dir), crx::Error);
+}
+
+// create and restore both resolve a bundle this way: through symlinks, from
+// a relative path, "" meaning the current directory.
+TEST_F(Bundle, LoadBundleResolvesDirectorySpecAndRootfs) {
+  std::filesystem::create_directory(dir + "/rootfs");
+  write_config(spec_test::minimal_config().dump());
+  std::filesystem::create_directory_symlink(dir, dir + "-link");
+  auto b = crx::spec::load_bundle(dir + "-link/");
+  std::filesystem::remove(dir + "-link");
+  EXPECT_EQ(b.dir, dir);
+  EXPECT_EQ(b.rootfs, dir + "/rootfs");
+  EXPECT_EQ(b.spec.process.args, (std::vector<std::string>{"sh"}));
+
+  auto cwd = std::filesystem::current_path();
+  std::filesystem::current_path(dir);
+  auto here = crx::spec::load_bundle("");
+  auto dot = crx::spec::load_bundle("./rootfs/..");
+  std::filesystem::current_path(cwd);
+  EXPECT_EQ(here.dir, dir);
+  EXPECT_EQ(here.rootfs, dir + "/rootfs");
+  EXPECT_EQ(dot.dir, dir);
+}
+
+TEST_F(Bundle, LoadBundleErrorsKeepTheirCause) {
+  try {
+    crx::spec::load_bundle(dir + "/missing");
+    FAIL() << "no error";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(std::string(e.what()), "bundle " + dir + "/missing: No such file or directory");
+    EXPECT_EQ(e.sys_errno(), ENOENT);
+    EXPECT_EQ(e.cause(), crx::Cause::NotFound);
+  }
+  write_config(spec_test::minimal_config().dump());
+  try {
+    crx::spec::load_bundle(dir);
+    FAIL() << "no error";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "config.json: .root.path: rootfs \"" + dir + "/rootfs\" does not exist");
+  }
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "common/error.hpp"
 #include "state/store.hpp"
+#include "temp_dir.hpp"
 
 namespace {
 
@@ -20,13 +21,8 @@ using crx::state::StateDir;
 
 class StateStore : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/crx-store-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    root_ = tmpl;
-  }
-  void TearDown() override { std::filesystem::remove_all(root_); }
-  std::string root_;
+  crx::test::TempDir tmp_{"crx-store"};
+  std::string root_ = tmp_.path();
 };
 
 template <class F>

@@ -3,7 +3,7 @@
 and brought back with `criu restore` continues from where it stopped."""
 import time
 
-from vmtest import VmTestCase, main, wait_until
+from vmtest import VmTestCase, main, wait_for_count
 
 COUNTER = ("setsid bash -c 'i=0; while :; do echo $i >> /tmp/count.log; i=$((i+1)); "
            "sleep 0.2; done' </dev/null >/dev/null 2>&1 & echo $!")
@@ -14,8 +14,7 @@ class CriuTest(VmTestCase):
         return [int(x) for x in self.sh(tb, 0, "cat /tmp/count.log 2>/dev/null || true").split()]
 
     def wait_for_count(self, tb, above, timeout=120):
-        return wait_until(lambda: (lambda c: c if c and c[-1] > above else None)(self.counts(tb)),
-                          timeout, lambda: f"the counter to get above {above}: {self.counts(tb)[-5:]}")
+        return wait_for_count(lambda: self.counts(tb), above, timeout)
 
     def test_dump_and_restore_a_counter(self):
         tb = self.boot(1, rxe=False)

@@ -53,16 +53,13 @@ class TeardownTest(VmTestCase):
             child.kill()
         child.communicate()
 
-    def wait_until(self, what, cond, timeout=300):
-        wait_until(cond, timeout, what, interval=0.2)
-
     def interrupt_while_booting(self, sig):
         child = self.owner("sleep")
-        self.wait_until("qemu", lambda: qemu_pids(child.pid))
+        wait_until(lambda: qemu_pids(child.pid), 300, "qemu", interval=0.2)
         time.sleep(2)  # let it get going
         child.send_signal(sig)
         child.wait(timeout=120)
-        self.wait_until("qemu to go", lambda: not qemu_pids(child.pid), timeout=60)
+        wait_until(lambda: not qemu_pids(child.pid), 60, "qemu to go", interval=0.2)
         return child
 
     def test_sigint(self):
@@ -78,8 +75,8 @@ class TeardownTest(VmTestCase):
         child = self.interrupt_while_booting(signal.SIGKILL)
         # qemu and the namespace's holder die with their owner (PDEATHSIG),
         # the holder removing the temp dir on its way out.
-        self.wait_until("everything to go", lambda: not testbed.leftovers({child.pid}),
-                        timeout=60)
+        wait_until(lambda: not testbed.leftovers({child.pid}),
+                   60, "everything to go", interval=0.2)
 
     def test_failing_test(self):
         child = self.owner("fail")

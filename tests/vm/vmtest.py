@@ -26,6 +26,43 @@ def wait_until(cond, timeout, what, interval=0.5):
         time.sleep(interval)
 
 
+def wait_for_count(counts, above, timeout=180):
+    """Wait until the last number of counts() (a counter's output so far) is
+    above `above`; returns those numbers."""
+    return wait_until(lambda: (lambda c: c if c and c[-1] > above else None)(counts()), timeout,
+                      lambda: f"the counter to get above {above}: {counts()[-5:]}")
+
+
+def listening(tb, k, port):
+    """Whether guest k has a TCP socket on `port` (a listener once it is up)."""
+    return tb.run(k, f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0
+
+
+def wait_listening(tb, k, port, what, proc=None, timeout=60):
+    """Wait until `what` (a program in guest k) listens on TCP `port`; fail
+    at once, with its result, when `proc` (its tb.spawn handle) has ended."""
+    def up():
+        if proc is not None and proc.done.is_set():
+            raise AssertionError(f"{what} exited: {proc.result}")
+        return listening(tb, k, port)
+    wait_until(up, timeout, f"{what} to listen on port {port}", interval=0.3)
+
+
+def boot_shared(n, prepare, **kw):
+    """For setUpClass: boot n guests (Testbed(n, **kw)) that all cases of a
+    class share and run prepare(tb); the test bed is closed again when that
+    fails. The class's tearDownClass closes it."""
+    t = time.monotonic()
+    tb = Testbed(n, **kw).start()
+    print(f"booted {n} guest(s) in {time.monotonic() - t:.1f} s", flush=True)
+    try:
+        prepare(tb)
+    except BaseException:
+        tb.close()
+        raise
+    return tb
+
+
 class VmTestCase(unittest.TestCase):
     maxDiff = None
 

@@ -10,10 +10,9 @@ container; a --once receiver exits non-zero and unmounts its RAM dir."""
 import json
 import os
 import sys
-import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, main  # noqa: E402
+from vmtest import VmTestCase, main, wait_listening, wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
@@ -54,13 +53,8 @@ class BadInputTest(VmTestCase):
     def start_receiver(self, extra="--insecure-plaintext"):
         h = self.tb.spawn(0, f"exec {CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key "
                              f"--image-dir {IMAGES} --timeout 20 {extra} 2>{LOG}")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if self.tb.run(0, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] == 0:
-                return h
-            self.assertFalse(h.done.is_set(), f"crx receive exited: {h.result}")
-            time.sleep(0.3)
-        self.fail("crx receive did not start listening")
+        wait_listening(self.tb, 0, PORT, "crx receive", h)
+        return h
 
     def send_case(self, case):
         out = self.sh(self.tb, 0, f"python3 {CLIENT} {case} 127.0.0.1 {PORT} /tmp/key",
@@ -90,10 +84,9 @@ class BadInputTest(VmTestCase):
                 if reply["error"] is not None:
                     self.assertIn(expect, reply["error"])
                 # One line per refused connection, naming what was wrong.
-                deadline = time.monotonic() + 30
-                while len(self.error_lines()) < n and time.monotonic() < deadline:
-                    time.sleep(0.3)
-                lines = self.error_lines()
+                lines = wait_until(
+                    lambda: (lambda ls: ls if len(ls) >= n else None)(self.error_lines()), 30,
+                    lambda: f"{n} error lines: {self.error_lines()}", interval=0.3)
                 self.assertEqual(len(lines), n, f"{case}: expected {n} error lines:\n" +
                                  "\n".join(lines))
                 self.assertIn(expect, lines[-1])

@@ -11,15 +11,13 @@ The containers count: `echo $i >> /out/count.log` every 0.2 s, /out being a
 bind mount (a CRIU external mount) of /tmp/b/<id>/out in the guest."""
 import json
 import os
-import shlex
 import subprocess
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, main  # noqa: E402
-from testbed import Testbed  # noqa: E402
+from vmtest import (VmTestCase, boot_shared, main, wait_for_count, wait_listening,  # noqa: E402
+                    wait_until)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -28,141 +26,8 @@ CRX = os.path.join(BUILD, "crx")
 COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"
 QUIET = "exec </dev/null >/dev/null 2>&1; "
 
-# Guest-side helpers (the guest runs the host's python3).
-CONSOLE_PEER = r'''
-import array, os, socket, sys, time
-sock_path, cmd_path, out_path = sys.argv[1:4]
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-srv.bind(sock_path)
-srv.listen(1)
-conn, _ = srv.accept()
-fds = array.array("i")
-msg, anc, _, _ = conn.recvmsg(256, socket.CMSG_SPACE(4))
-for level, kind, data in anc:
-    if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-        fds.frombytes(data[:4])
-master = fds[0]
-os.set_blocking(master, False)
-with open(out_path, "ab", buffering=0) as out:
-    out.write(b"[pty " + msg + b"]\n")
-    while True:
-        try:
-            data = os.read(master, 4096)
-            if not data:
-                break
-            out.write(data)
-        except BlockingIOError:
-            pass
-        except OSError:
-            break  # EIO: every slave fd is closed
-        if os.path.exists(cmd_path):
-            with open(cmd_path, "rb") as f:
-                os.write(master, f.read())
-            os.unlink(cmd_path)
-        time.sleep(0.1)
-'''
-
-PTY_RUN = r'''
-import os, pty, sys, time
-out_path, argv = sys.argv[1], sys.argv[2:]
-master, slave = pty.openpty()
-pid = os.fork()
-if pid == 0:
-    os.close(master)
-    os.setsid()
-    import fcntl, termios
-    fcntl.ioctl(slave, termios.TIOCSCTTY, 0)
-    for fd in (0, 1, 2):
-        os.dup2(slave, fd)
-    os.execvp(argv[0], argv)
-os.close(slave)
-with open(out_path, "ab", buffering=0) as out:
-    while True:
-        try:
-            data = os.read(master, 4096)
-        except OSError:
-            break
-        if not data:
-            break
-        out.write(data)
-os.waitpid(pid, 0)
-'''
-
-TCP_PEER = r'''
-import socket, sys
-port, log = int(sys.argv[1]), sys.argv[2]
-host = sys.argv[3] if len(sys.argv) > 3 else "127.0.0.1"
-srv = socket.socket()
-srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-srv.bind((host, port))
-srv.listen(1)
-conn, _ = srv.accept()
-srv.close()  # one connection only: a reconnect would not be served
-with open(log, "a") as out:
-    for line in conn.makefile("r"):
-        out.write(line)
-        out.flush()
-        conn.sendall(line.encode())
-'''
-
-# A unix socket client for the container (busybox has none): connects a
-# stream or datagram socket to a path, then sends its count through it and
-# appends it to /out/count.log every 0.2 s. Built static on the host.
-USK_CLIENT = r'''
-#include <errno.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-static void note(const char* file, const char* text) {
-  FILE* f = fopen(file, "a");
-  if (f) { fputs(text, f); fclose(f); }
-}
-int main(int argc, char** argv) {
-  if (argc != 3) return 2;
-  int s = socket(AF_UNIX, strcmp(argv[1], "stream") == 0 ? SOCK_STREAM : SOCK_DGRAM, 0);
-  struct sockaddr_un a = {.sun_family = AF_UNIX};
-  strncpy(a.sun_path, argv[2], sizeof a.sun_path - 1);
-  char line[64];
-  if (s < 0 || connect(s, (struct sockaddr*)&a, sizeof a) < 0) {
-    snprintf(line, sizeof line, "connect: %s\n", strerror(errno));
-    note("/out/err.log", line);
-    return 1;
-  }
-  for (long i = 0;; i++) {
-    int n = snprintf(line, sizeof line, "%ld\n", i);
-    if (send(s, line, n, 0) != n) {
-      snprintf(line, sizeof line, "send: %s\n", strerror(errno));
-      note("/out/err.log", line);
-      return 1;
-    }
-    note("/out/count.log", line);
-    usleep(200000);
-  }
-}
-'''
-
-# Its peer in the guest, outside the container: binds the path and logs what
-# arrives (a stream peer accepts one connection).
-USK_PEER = r'''
-import socket, sys
-kind, path, log = sys.argv[1:4]
-srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM if kind == "stream" else socket.SOCK_DGRAM)
-srv.bind(path)
-if kind == "stream":
-    srv.listen(1)
-    conn, _ = srv.accept()
-    recv = lambda: conn.recv(4096)
-else:
-    recv = lambda: srv.recv(4096)
-with open(log, "ab", buffering=0) as out:
-    while True:
-        data = recv()
-        if not data:
-            break
-        out.write(data)
-'''
+# Programs the guest runs (with the host's python3), next to this file.
+HELPERS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "checkpoint_flags")
 
 
 class CheckpointFlagsTest(VmTestCase):
@@ -170,27 +35,19 @@ class CheckpointFlagsTest(VmTestCase):
 
     @classmethod
     def setUpClass(cls):
-        t = time.monotonic()
-        cls.tb = Testbed(1, rxe=False).start()
-        print(f"booted 1 guest in {time.monotonic() - t:.1f} s", flush=True)
-        try:
-            s = cls.tb.scratch
-            os.makedirs(os.path.join(s, "rootfs"), exist_ok=True)
-            subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"),
-                            os.path.join(s, "rootfs")], check=True)
-            subprocess.run([CRX, "spec", "--bundle", s], check=True)
-            with open(os.path.join(s, "config.json")) as f:
-                cls.base_spec = json.load(f)
-            for name, text in (("console_peer.py", CONSOLE_PEER), ("pty_run.py", PTY_RUN),
-                               ("tcp_peer.py", TCP_PEER), ("usk_peer.py", USK_PEER),
-                               ("usk_client.c", USK_CLIENT)):
-                with open(os.path.join(s, name), "w") as f:
-                    f.write(text)
-            subprocess.run(["cc", "-static", "-O2", "-o", os.path.join(s, "usk_client"),
-                            os.path.join(s, "usk_client.c")], check=True)
-        except BaseException:
-            cls.tb.close()
-            raise
+        cls.tb = boot_shared(1, cls.prepare, rxe=False)
+
+    @classmethod
+    def prepare(cls, tb):
+        s = tb.scratch
+        os.makedirs(os.path.join(s, "rootfs"), exist_ok=True)
+        subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"),
+                        os.path.join(s, "rootfs")], check=True)
+        subprocess.run([CRX, "spec", "--bundle", s], check=True)
+        with open(os.path.join(s, "config.json")) as f:
+            cls.base_spec = json.load(f)
+        subprocess.run(["cc", "-static", "-O2", "-o", os.path.join(s, "usk_client"),
+                        os.path.join(HELPERS, "usk_client.c")], check=True)
 
     @classmethod
     def tearDownClass(cls):
@@ -246,19 +103,8 @@ class CheckpointFlagsTest(VmTestCase):
         out = self.g(f"cat /tmp/b/{cid}/out/count.log 2>/dev/null || true")
         return [int(x) for x in out.split()]
 
-    def wait_until(self, what, check, timeout=180):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            v = check()
-            if v:
-                return v
-            time.sleep(0.5)
-        self.fail(f"timed out waiting for {what}")
-
     def wait_for_count(self, cid, above):
-        return self.wait_until(f"{cid} to count above {above}",
-                               lambda: (lambda c: c if c and c[-1] > above else None)(
-                                   self.counts(cid)))
+        return wait_for_count(lambda: self.counts(cid), above)
 
     def assert_counts_continuously(self, c):
         self.assertEqual(c, list(range(len(c))),
@@ -287,7 +133,7 @@ class CheckpointFlagsTest(VmTestCase):
 
     def assert_connection_carried_on(self, cid, b, stopped, peer):
         """The restored container counts on through the one TCP connection
-        the peer (tcp_peer.py, logging to <b>/peer.log) accepted; then the
+        the peer (echo_peer.py, logging to <b>/peer.log) accepted; then the
         container goes and the peer ends."""
         self.assert_counts_continuously(self.wait_for_count(cid, stopped[-1] + 3))
         sent = [int(x) for x in self.g(f"cat {b}/peer.log").split()]
@@ -348,8 +194,8 @@ class CheckpointFlagsTest(VmTestCase):
         before = self.counts(cid)
         self.restore(cid, "-d --image-path /tmp/leave")
         after = self.wait_for_count(cid, 0)
-        self.wait_until("the restored container to write",
-                        lambda: len(self.counts(cid)) > len(before) + 1)
+        wait_until(lambda: len(self.counts(cid)) > len(before) + 1,
+                   180, "the restored container to write")
         resumed = self.counts(cid)[len(before)]
         self.assertLessEqual(resumed, at_dump + 2, "restored from the dump, not a new start")
         self.assertGreater(resumed, 0)
@@ -361,9 +207,8 @@ class CheckpointFlagsTest(VmTestCase):
         cid, port = "tcp", 7101
         b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
                              f"nc 127.0.0.1 {port} >> /out/count.log", netns=False)
-        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log")
-        self.wait_until("the peer to listen",
-                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        peer = self.tb.spawn(0, f"python3 {HELPERS}/echo_peer.py {port} {b}/peer.log")
+        wait_listening(self.tb, 0, port, "the peer", timeout=180)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         self.assert_fails_naming(
@@ -439,9 +284,8 @@ class CheckpointFlagsTest(VmTestCase):
         b = self.bundle(cid, QUIET + f"{COUNTER.replace('>> /out/count.log', '')} | "
                              f"nc 10.78.0.1 {port} >> /out/count.log")
         self.join_netns_by_path(cid, b, ns)
-        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/tcp_peer.py {port} {b}/peer.log 10.78.0.1")
-        self.wait_until("the peer to listen",
-                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        peer = self.tb.spawn(0, f"python3 {HELPERS}/echo_peer.py {port} {b}/peer.log 10.78.0.1")
+        wait_listening(self.tb, 0, port, "the peer", timeout=180)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         self.checkpoint(cid, "--tcp-established --image-path /tmp/tcpns")
@@ -479,9 +323,9 @@ class CheckpointFlagsTest(VmTestCase):
         b = self.bundle(cid, QUIET + f"exec /bin/usk_client {kind} {d}/peer.sock",
                         netns=False, binds=(d,))
         self.g(f"rm -rf {d} && mkdir -p {d} && cp {self.tb.scratch}/usk_client {b}/rootfs/bin/")
-        peer = self.tb.spawn(0, f"python3 {self.tb.scratch}/usk_peer.py {kind} {d}/peer.sock "
+        peer = self.tb.spawn(0, f"python3 {HELPERS}/usk_peer.py {kind} {d}/peer.sock "
                                 f"{b}/peer.log")
-        self.wait_until("the peer to bind", lambda: self.try_g(f"test -S {d}/peer.sock")[0] == 0)
+        wait_until(lambda: self.try_g(f"test -S {d}/peer.sock")[0] == 0, 180, "the peer to bind")
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         self.assert_fails_naming(
@@ -540,8 +384,8 @@ class CheckpointFlagsTest(VmTestCase):
         self.assert_counts_continuously(self.wait_for_count(cid, self.counts(cid)[-1] + 2))
         self.assertEqual(self.g(f"cat {b}/out/err.log 2>/dev/null || true"), "")
         sent = self.counts(cid)
-        self.wait_until("the peer to receive what was sent before",
-                        lambda: len(self.g(f"cat {b}/peer.log").split()) >= len(sent))
+        wait_until(lambda: len(self.g(f"cat {b}/peer.log").split()) >= len(sent),
+                   180, "the peer to receive what was sent before")
         self.assert_counts_continuously([int(x) for x in self.g(f"cat {b}/peer.log").split()])
         self.remove(cid)
         self.tb.kill(peer)
@@ -554,8 +398,7 @@ class CheckpointFlagsTest(VmTestCase):
         self.g("mkdir -p /tmp/ps-pages")
         server = self.tb.spawn(0, f"criu page-server -D /tmp/ps-pages --port {port} "
                                   "-o /tmp/ps-pages/page-server.log -v4")
-        self.wait_until("the page server to listen",
-                        lambda: self.try_g(f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0)
+        wait_listening(self.tb, 0, port, "the page server", timeout=180)
         self.checkpoint(cid, f"--page-server 127.0.0.1:{port} --image-path /tmp/ps-img")
         rc, out, err = self.tb.wait(server, timeout=120)
         self.assertEqual(rc, 0, err)
@@ -581,14 +424,14 @@ class CheckpointFlagsTest(VmTestCase):
         self.g("mkdir -p /tmp/lazy && : > /tmp/lazy-status")
         dump = self.tb.spawn(0, f"{CRX} checkpoint --lazy-pages --page-server 127.0.0.1:{port} "
                                 f"--status-fd 3 --image-path /tmp/lazy {cid} 3>/tmp/lazy-status")
-        self.wait_until("the status byte",
-                        lambda: self.g("stat -c %s /tmp/lazy-status").strip() == "1")
+        wait_until(lambda: self.g("stat -c %s /tmp/lazy-status").strip() == "1",
+                   180, "the status byte")
         self.assertEqual(self.g("od -An -tx1 /tmp/lazy-status").strip(), "00")
         stopped = self.counts(cid)
         lazy = self.tb.spawn(0, f"criu lazy-pages --page-server --address 127.0.0.1 "
                                 f"--port {port} -D /tmp/lazy -o lazy-pages.log -v4")
-        self.wait_until("the lazy-pages socket",
-                        lambda: self.try_g("test -S /tmp/lazy/lazy-pages.socket")[0] == 0)
+        wait_until(lambda: self.try_g("test -S /tmp/lazy/lazy-pages.socket")[0] == 0,
+                   180, "the lazy-pages socket")
         # Under another id: the checkpointed container's state stays until
         # its page server is done (then crx removes it, as after any dump).
         self.addCleanup(self.remove, "lazy-r")
@@ -677,7 +520,7 @@ class CheckpointFlagsTest(VmTestCase):
         # status. From another cwd, so only --bundle names the bundle.
         h = self.tb.spawn(0, f"cd /tmp && {CRX} restore --no-subreaper --pid-file /tmp/fg.pid "
                              f"--image-path /tmp/fg --bundle /tmp/b/{cid} {cid}")
-        self.wait_until("the restored container", lambda: self.status(cid) == "running")
+        wait_until(lambda: self.status(cid) == "running", 180, "the restored container")
         self.assertEqual(int(self.g("cat /tmp/fg.pid")), self.state(cid)["pid"])
         self.assertEqual(self.state(cid)["bundle"], f"/tmp/b/{cid}")
         self.assert_counts_on(cid, stopped)
@@ -689,12 +532,12 @@ class CheckpointFlagsTest(VmTestCase):
         cid = "console"
         b = self.bundle(cid, "stty -echo; i=0; while :; do i=$((i+1)); sleep 0.2; done & "
                              "exec sh", terminal=True)
-        peer = f"python3 {self.tb.scratch}/console_peer.py"
+        peer = f"python3 {HELPERS}/console_peer.py"
         p1 = self.tb.spawn(0, f"{peer} {b}/c1.sock {b}/c1.cmd {b}/c1.out")
-        self.wait_until("the console socket", lambda: self.try_g(f"test -S {b}/c1.sock")[0] == 0)
+        wait_until(lambda: self.try_g(f"test -S {b}/c1.sock")[0] == 0, 180, "the console socket")
         self.run_container(cid, f"--console-socket {b}/c1.sock")
         self.g(f"echo 'echo one-$((40+2))' > {b}/c1.cmd")
-        self.wait_until("the shell's answer", lambda: "one-42" in self.g(f"cat {b}/c1.out"))
+        wait_until(lambda: "one-42" in self.g(f"cat {b}/c1.out"), 180, "the shell's answer")
         # crx checkpoint + restore hand the console over; a migration cannot
         # (nobody at the other end): refused before anything froze
         self.g("printf %s 0123456789abcdef0123456789abcdef > /tmp/mkey && chmod 600 /tmp/mkey")
@@ -705,9 +548,9 @@ class CheckpointFlagsTest(VmTestCase):
         self.checkpoint(cid, "--image-path /tmp/console")
         self.tb.wait(p1, timeout=60)  # the pty's slave side is gone
         p2 = self.tb.spawn(0, f"{peer} {b}/c2.sock {b}/c2.cmd {b}/c2.out")
-        self.wait_until("the console socket", lambda: self.try_g(f"test -S {b}/c2.sock")[0] == 0)
+        wait_until(lambda: self.try_g(f"test -S {b}/c2.sock")[0] == 0, 180, "the console socket")
         self.restore(cid, f"-d --console-socket {b}/c2.sock --image-path /tmp/console")
-        self.wait_until("the pty master", lambda: "[pty " in self.g(f"cat {b}/c2.out"))
+        wait_until(lambda: "[pty " in self.g(f"cat {b}/c2.out"), 180, "the pty master")
         # Input written to the master while CRIU still sets the restored
         # slave's termios can be flushed with it (seen once, in a full run
         # under load): the command goes again each 2 s until it is answered.
@@ -720,7 +563,7 @@ class CheckpointFlagsTest(VmTestCase):
                 self.g(f"[ -e {b}/c2.cmd ] || echo 'echo two-$((40+3))' > {b}/c2.cmd")
             polls[0] += 1
             return False
-        self.wait_until("the restored shell's answer", answered)
+        wait_until(answered, 180, "the restored shell's answer")
         self.remove(cid)
         self.tb.wait(p2, timeout=60)
 
@@ -733,7 +576,7 @@ class CheckpointFlagsTest(VmTestCase):
         cid = "shelljob"
         b = self.bundle(cid, "i=0; while :; do echo tick-$i; echo $i >> /out/count.log; "
                              "i=$((i+1)); sleep 0.2; done")
-        pty_run = f"python3 {self.tb.scratch}/pty_run.py"
+        pty_run = f"python3 {HELPERS}/pty_run.py"
         p1 = self.tb.spawn(0, f"{pty_run} {b}/t1.out {CRX} run -d -b {b} {cid}")
         self.wait_for_count(cid, 3)
         self.assertIn("tick-", self.g(f"cat {b}/t1.out"))

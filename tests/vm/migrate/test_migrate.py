@@ -13,8 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, main  # noqa: E402
-from testbed import Testbed  # noqa: E402
+from vmtest import (VmTestCase, boot_shared, main, wait_for_count, wait_listening,  # noqa: E402
+                    wait_until)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -68,13 +68,7 @@ class Base(VmTestCase):
         return [int(x) for x in out.split()]
 
     def wait_for_count(self, tb, above, timeout=180):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            c = self.counts(tb)
-            if c and c[-1] > above:
-                return c
-            time.sleep(0.5)
-        self.fail(f"counter did not get above {above}: {self.counts(tb)[-5:]}")
+        return wait_for_count(lambda: self.counts(tb), above, timeout)
 
     def assert_counts_continuously(self, c):
         self.assertEqual(c, list(range(len(c))),
@@ -131,12 +125,8 @@ class Receiving:
     def start_receiver(self, tb, prefix=""):
         h = tb.spawn(1, f"{prefix}{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
                         f"--image-dir /run/crx-migrate --format json")
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] == 0:
-                return h
-            time.sleep(0.5)
-        self.fail("crx receive did not start listening")
+        wait_listening(tb, 1, PORT, "crx receive", h)
+        return h
 
     def migrate(self, tb, extra=""):
         return tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
@@ -245,9 +235,10 @@ class MigrateTest(Receiving, Base):
         rh = self.start_receiver(tb)
         relay = tb.spawn(0, f"exec python3 {RELAY} 7171 {tb.ip(1)} {PORT} 2 4096 "
                             "> /tmp/relay.log 2>&1")
-        while tb.run(0, "grep -q listening /tmp/relay.log")[0] != 0:
+        def relay_up():
             self.assertFalse(relay.done.is_set(), f"the relay exited: {relay.result}")
-            time.sleep(0.3)
+            return tb.run(0, "grep -q listening /tmp/relay.log")[0] == 0
+        wait_until(relay_up, 60, "the relay to listen", interval=0.3)
         rc, out, err = tb.run(0, f"{CRX} migrate c1 --to 127.0.0.1:7171 --key /tmp/key "
                                  "--format json", timeout=900)
         rrc, rout, rerr = tb.wait(rh, timeout=300)
@@ -286,19 +277,14 @@ class MigrateTest(Receiving, Base):
         log = "/tmp/receiver.log"
         rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
                          f"--image-dir /run/crx-migrate > {log} 2>&1")
-        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
-            time.sleep(0.3)
+        wait_listening(tb, 1, PORT, "crx receive", rh)
         mh = self.migrate_in_background(tb)
         self.wait_for_receiver_phase(tb, log, "pre-copy 1")
         return rh, mh
 
     def wait_for_receiver_phase(self, tb, rh_log, phase, timeout=300):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if tb.run(1, f"grep -q '{phase}' {rh_log}")[0] == 0:
-                return
-            time.sleep(0.3)
-        self.fail(f"receiver never reached {phase}")
+        wait_until(lambda: tb.run(1, f"grep -q '{phase}' {rh_log}")[0] == 0, timeout,
+                   f"the receiver to reach {phase}", interval=0.3)
 
     def assert_one_copy_on_the_source(self, tb):
         self.assertEqual(self.state(tb, 0)[0], "running")
@@ -340,8 +326,7 @@ class MigrateTest(Receiving, Base):
         log = "/tmp/receiver.log"
         rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
                          f"--timeout 20 --image-dir /run/crx-migrate > {log} 2>&1")
-        while tb.run(1, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
-            time.sleep(0.3)
+        wait_listening(tb, 1, PORT, "crx receive", rh)
         mh = tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
                          "--timeout 20 --format json")
         self.wait_for_receiver_phase(tb, log, "checkpoint+transfer")
@@ -382,34 +367,31 @@ class ContainerStateMigrateTest(Receiving, Base):
 
     @classmethod
     def setUpClass(cls):
-        t = time.monotonic()
-        cls.tb = Testbed(2, rxe=False).start()
-        print(f"booted 2 guests in {time.monotonic() - t:.1f} s", flush=True)
-        try:
-            b = make_bundle(cls.tb.scratch)
-            cfg = os.path.join(b, "config.json")
-            with open(cfg) as f:
-                spec = json.load(f)
-            spec["annotations"] = {"org.example.owner-team": "migration", "io.crx.test": "16"}
-            # Which hooks run where: each appends its name to out/hooks.log.
-            log = os.path.join(cls.tb.scratch, "out", "hooks.log")
-            spec["hooks"] = {h: [{"path": "/bin/sh", "args": ["sh", "-c", f"echo {h} >> {log}"]}]
-                             for h in ("prestart", "createRuntime", "poststart")}
-            # A host path each guest has on its own (not the shared scratch).
-            spec["mounts"].append({"destination": "/extra", "type": "bind",
-                                   "source": "/tmp/extra-src", "options": ["rbind", "ro"]})
-            with open(cfg, "w") as f:
-                json.dump(spec, f)
-            # Init execs a process that never waits: the two `sleep 0` stay
-            # its zombies; the count goes through a pipeline of three.
-            z = make_bundle(cls.tb.scratch, name="bundle-z", script=PIPELINE_AND_ZOMBIES)
-            for k in (0, 1):
-                cls.tb.run(k, f"cp -a {b} /tmp/bundle && cp -a {z} /tmp/bundle-z && "
-                              f"printf %s {KEY} > /tmp/key && "
-                              "chmod 600 /tmp/key && mkdir -p /tmp/extra-src", check=True)
-        except BaseException:
-            cls.tb.close()
-            raise
+        cls.tb = boot_shared(2, cls.prepare, rxe=False)
+
+    @classmethod
+    def prepare(cls, tb):
+        b = make_bundle(tb.scratch)
+        cfg = os.path.join(b, "config.json")
+        with open(cfg) as f:
+            spec = json.load(f)
+        spec["annotations"] = {"org.example.owner-team": "migration", "io.crx.test": "16"}
+        # Which hooks run where: each appends its name to out/hooks.log.
+        log = os.path.join(tb.scratch, "out", "hooks.log")
+        spec["hooks"] = {h: [{"path": "/bin/sh", "args": ["sh", "-c", f"echo {h} >> {log}"]}]
+                         for h in ("prestart", "createRuntime", "poststart")}
+        # A host path each guest has on its own (not the shared scratch).
+        spec["mounts"].append({"destination": "/extra", "type": "bind",
+                               "source": "/tmp/extra-src", "options": ["rbind", "ro"]})
+        with open(cfg, "w") as f:
+            json.dump(spec, f)
+        # Init execs a process that never waits: the two `sleep 0` stay
+        # its zombies; the count goes through a pipeline of three.
+        z = make_bundle(tb.scratch, name="bundle-z", script=PIPELINE_AND_ZOMBIES)
+        for k in (0, 1):
+            tb.run(k, f"cp -a {b} /tmp/bundle && cp -a {z} /tmp/bundle-z && "
+                      f"printf %s {KEY} > /tmp/key && "
+                      "chmod 600 /tmp/key && mkdir -p /tmp/extra-src", check=True)
 
     @classmethod
     def tearDownClass(cls):
@@ -676,13 +658,10 @@ class TcpMigrateTest(Base):
         return json.loads(out) or {}
 
     def wait_peer(self, tb, what, cond, timeout=300):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def reached():
             st = self.peer_status(tb)
-            if st and cond(st):
-                return st
-            time.sleep(0.5)
-        self.fail(f"peer: {what}: {self.peer_status(tb)}")
+            return st if st and cond(st) else None
+        return wait_until(reached, timeout, lambda: f"the peer: {what}: {self.peer_status(tb)}")
 
     def pings_received(self, tb):
         out = self.sh(tb, 0, f"cat {tb.scratch}/out/from_peer.log 2>/dev/null || true")
@@ -703,8 +682,7 @@ class TcpMigrateTest(Base):
         before = self.wait_peer(tb, "no numbers before the move", lambda s: s["numbers"] > 5)
         rh = tb.spawn(2, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
                          f"--image-dir /run/crx-migrate > /tmp/receiver.log 2>&1")
-        while tb.run(2, f"grep -q ':{PORT:04X} ' /proc/net/tcp")[0] != 0:
-            time.sleep(0.3)
+        wait_listening(tb, 2, PORT, "crx receive", rh)
         # The network takes the address away from g0 for the move; g2 has it
         # from now on but drops what comes in for it until the move is done.
         self.sh(tb, 0, f"ip addr del {self.SERVICE_IP}/32 dev eth0")
@@ -725,9 +703,9 @@ class TcpMigrateTest(Base):
         pings_then = moved_at["pings_sent"]
         after = self.wait_peer(tb, "the stream did not go on after the move",
                                lambda s: s["numbers"] > moved_at["numbers"] + 10 or s["closed"])
-        deadline = time.monotonic() + 120
-        while len(self.pings_received(tb)) < pings_then + 4 and time.monotonic() < deadline:
-            time.sleep(0.5)
+        wait_until(lambda: len(self.pings_received(tb)) >= pings_then + 4, 120,
+                   lambda: f"pings sent after the move to reach the container: "
+                           f"{self.pings_received(tb)[-5:]}")
         # The counter went on where it stopped (checked while the peer is
         # still there: when it hangs up, nc ends and so does the pipeline).
         c = self.counts(tb)

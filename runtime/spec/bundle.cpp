@@ -1,8 +1,10 @@
-#include "spec/rootfs.hpp"
+#include "spec/bundle.hpp"
 
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 
@@ -25,6 +27,17 @@ std::string resolve_rootfs(const Spec& spec, const std::string& bundle_dir) {
   if (!S_ISDIR(st.st_mode))
     throw Error("config.json: .root.path: rootfs \"" + path + "\" is not a directory");
   return path;
+}
+
+Bundle load_bundle(const std::string& dir) {
+  std::string given = dir.empty() ? "." : dir;
+  char real[PATH_MAX];
+  if (!::realpath(given.c_str(), real)) throw_errno("bundle " + given);
+  Bundle b;
+  b.dir = real;
+  b.spec = load_spec(b.dir);
+  b.rootfs = resolve_rootfs(b.spec, b.dir);
+  return b;
 }
 
 }  // namespace crx::spec

@@ -51,8 +51,8 @@ void add_global_options(Cli& cli, const std::vector<std::string>& args);
 void register_commands(Cli& cli, const std::vector<std::string>& args);
 
 // Whether a flag (long or short name, no dashes) of a command ("" for a
-// global flag) takes a value; nullopt for a flag dispatch.cpp's table
-// does not know.
+// global flag) takes a value; nullopt for a flag dispatch.cpp's tables
+// do not know.
 std::optional<bool> flag_takes_value(const std::string& name, const std::string& command);
 
 // Index in normalized args of the subcommand name, if there is one.

@@ -1,7 +1,10 @@
 // The command line before CLI11 sees it: runc-style single-dash long flags,
-// where the subcommand is, and registering only the command being run.
+// where the subcommand is, and registering only the command being run;
+// crx's global flags, declared once for CLI11 and for that scan.
+#include <algorithm>
 #include <cstdio>
 #include <optional>
+#include <string_view>
 
 #include "cli.hpp"
 #include "commands.hpp"
@@ -11,22 +14,71 @@ namespace crx::cmd {
 
 namespace {
 
-// Every flag of every command, and whether it takes a value. Only the
-// command line up to the container id is scanned with it: a single-dash
-// long flag there becomes "--flag" (runc's urfave/cli takes both), and the
-// value of a flag is not mistaken for the subcommand or the id.
-// args_test.cpp checks it against the options the commands register.
+// crx's global flags (runc's), declared once: add_global_options()
+// registers them with CLI11, and the scan below reads their names and
+// whether they take a value from here. CLI11 matches them before the
+// subcommand or after it (fallthrough), as runc does.
+enum class Kind {
+  Help,     // CLI11's help flag
+  Version,  // -v/--version: prints version_text() and exits
+  Option,   // takes a value
+  Flag,     // takes none
+};
+
+struct GlobalFlag {
+  Kind kind;
+  const char* names;  // as CLI11 takes them: "--root", "-v,--version"
+  const char* help;
+  std::string* (*value)(Cli&) = nullptr;  // Option: where the value goes
+  bool* (*set)(Cli&) = nullptr;           // Flag: what it sets
+  const char* default_value = nullptr;    // Option: shown by --help
+  std::vector<std::string> choices = {};  // Option: the values it accepts (any if empty)
+};
+
+const GlobalFlag kGlobalFlags[] = {
+    {Kind::Help, "-h,--help", "Print this help message and exit"},
+    {Kind::Version, "-v,--version",
+     "print the version, commit, spec, libseccomp and CRIU versions and exit"},
+    {Kind::Option, "--root", "root directory for container state",
+     [](Cli& c) { return &c.global.root; }, nullptr, "/run/crx"},
+    {Kind::Option, "--log", "log file (default stderr)", [](Cli& c) { return &c.log_path; }},
+    {Kind::Option, "--log-format", "text or json", [](Cli& c) { return &c.log_format; }, nullptr,
+     nullptr, {"text", "json"}},
+    {Kind::Flag, "--debug", "debug logging", nullptr, [](Cli& c) { return &c.debug; }},
+    {Kind::Flag, "--systemd-cgroup", "use systemd cgroups (slice:prefix:name)", nullptr,
+     [](Cli& c) { return &c.global.systemd_cgroup; }},
+    {Kind::Option, "--criu", "path to criu (accepted for runc compatibility)",
+     [](Cli& c) { return &c.criu_path; }},
+    {Kind::Option, "--rootless", "accepted for runc compatibility",
+     [](Cli& c) { return &c.rootless; }},
+};
+
+// Whether name (no dashes) is one of a GlobalFlag's names ("-v,--version").
+bool names_include(std::string_view names, std::string_view name) {
+  while (!names.empty()) {
+    size_t comma = names.find(',');
+    std::string_view one = names.substr(0, comma);
+    one.remove_prefix(std::min(one.find_first_not_of('-'), one.size()));
+    if (one == name) return true;
+    if (comma == std::string_view::npos) break;
+    names.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
+// The flags of the commands, and whether they take a value. Only the
+// command line up to the container id is scanned with them and with the
+// global flags: a single-dash long flag there becomes "--flag" (runc's
+// urfave/cli takes both), and the value of a flag is not mistaken for the
+// subcommand or the id. cmd_args_test checks them against the options the
+// commands register.
 struct Flag {
   const char* name;
   bool value;
   const char* command = nullptr;  // only for this command (else any)
 };
 
-constexpr Flag kFlags[] = {
-    // global
-    {"root", true}, {"log", true}, {"log-format", true}, {"debug", false},
-    {"systemd-cgroup", false}, {"criu", true}, {"rootless", true}, {"version", false},
-    {"v", false}, {"help", false}, {"h", false},
+constexpr Flag kCommandFlags[] = {
     // create, run, exec, start, delete, kill, list, ps, state, events, update, spec
     {"bundle", true}, {"b", true}, {"pid-file", true}, {"console-socket", true},
     {"no-pivot", false}, {"no-new-keyring", false}, {"preserve-fds", true}, {"detach", false},
@@ -57,20 +109,22 @@ constexpr Flag kFlags[] = {
     {"f", false, "delete"}, {"rootless", false, "spec"},
 };
 
-// command: the subcommand the flag follows ("" before it: a global flag)
-const Flag* find_flag(const std::string& name, const std::string& command) {
-  const Flag* any = nullptr;
-  for (const auto& f : kFlags) {
+// Whether flag name (no dashes) takes a value, if crx has such a flag.
+// command: the subcommand the flag follows ("" before it: a global flag).
+std::optional<bool> find_flag(const std::string& name, const std::string& command) {
+  std::optional<bool> any;
+  for (const auto& g : kGlobalFlags)
+    if (names_include(g.names, name)) any = g.kind == Kind::Option;
+  for (const auto& f : kCommandFlags) {
     if (name != f.name) continue;
-    if (f.command && command == f.command) return &f;
-    if (!f.command) any = &f;
+    if (f.command && command == f.command) return f.value;
+    if (!f.command) any = f.value;
   }
   return any;
 }
 
 bool takes_value(const std::string& name, const std::string& command) {
-  const Flag* f = find_flag(name, command);
-  return f && f->value;
+  return find_flag(name, command).value_or(false);
 }
 
 // The flag name of a "-x", "--name" or "--name=value" argument.
@@ -84,21 +138,30 @@ bool flag_has_inline_value(const std::string& a) { return a.find('=') != std::st
 }  // namespace
 
 std::optional<bool> flag_takes_value(const std::string& name, const std::string& command) {
-  const Flag* f = find_flag(name, command);
-  return f ? std::optional<bool>(f->value) : std::nullopt;
+  return find_flag(name, command);
 }
 
 void add_global_options(Cli& cli, const std::vector<std::string>& args) {
   auto& app = cli.app;
-  app.set_version_flag("-v,--version", [&args] { return version_text(criu_from_args(args)); },
-                       "print the version, commit, spec, libseccomp and CRIU versions and exit");
-  app.add_option("--root", cli.global.root, "root directory for container state")->default_val("/run/crx");
-  app.add_option("--log", cli.log_path, "log file (default stderr)");
-  app.add_option("--log-format", cli.log_format, "text or json")->check(CLI::IsMember({"text", "json"}));
-  app.add_flag("--debug", cli.debug, "debug logging");
-  app.add_flag("--systemd-cgroup", cli.global.systemd_cgroup, "use systemd cgroups (slice:prefix:name)");
-  app.add_option("--criu", cli.criu_path, "path to criu (accepted for runc compatibility)");
-  app.add_option("--rootless", cli.rootless, "accepted for runc compatibility");
+  for (const auto& g : kGlobalFlags) {
+    switch (g.kind) {
+      case Kind::Help:
+        app.set_help_flag(g.names, g.help);
+        break;
+      case Kind::Version:
+        app.set_version_flag(g.names, [&args] { return version_text(criu_from_args(args)); }, g.help);
+        break;
+      case Kind::Option: {
+        CLI::Option* o = app.add_option(g.names, *g.value(cli), g.help);
+        if (g.default_value) o->default_val(g.default_value);
+        if (!g.choices.empty()) o->check(CLI::IsMember(g.choices));
+        break;
+      }
+      case Kind::Flag:
+        app.add_flag(g.names, *g.set(cli), g.help);
+        break;
+    }
+  }
   app.require_subcommand(1);
   app.fallthrough();
 }

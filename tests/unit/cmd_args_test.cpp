@@ -1,10 +1,12 @@
 // The command line crx scans before CLI11 (cmd/dispatch.cpp) must know
 // every flag the commands register, and whether it takes a value:
 // otherwise a flag's value is taken for the subcommand or the container
-// id, and a runc-style "-flag" is not rewritten. This checks the table
-// against CLI11's options of every command, so a new flag cannot be
-// forgotten there; and that every command of the table is registered
-// with the table's name and description.
+// id, and a runc-style "-flag" is not rewritten. The global flags come
+// from one table that both the scan and CLI11 read; the commands' flags
+// are checked here against CLI11's options of every command, so a new
+// flag cannot be forgotten. Also: every command of the table is
+// registered with the table's name and description, and a global flag
+// works before the command and after it, as in runc.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -33,10 +35,10 @@ void check_options(const CLI::App* app, const std::string& where, const std::str
       // a short flag without a value cannot be mistaken for anything
       if (name.size() == 1 && !value && !known) continue;
       EXPECT_TRUE(known.has_value()) << where << ": flag " << name
-                                     << " is missing from cmd/dispatch.cpp's kFlags";
+                                     << " is missing from cmd/dispatch.cpp's kCommandFlags";
       if (!known) continue;
       EXPECT_EQ(*known, value) << where << ": flag " << name << (value ? " takes" : " takes no")
-                               << " value but kFlags says otherwise";
+                               << " value but cmd/dispatch.cpp says otherwise";
     }
   }
   for (const CLI::App* sub : app->get_subcommands({}))
@@ -69,6 +71,61 @@ TEST(CmdArgs, AValueIsNotTakenForTheSubcommand) {
   EXPECT_EQ(crx::cmd::subcommand_index({"--root", "/run/x", "state", "c1"}), 2u);
   EXPECT_EQ(crx::cmd::subcommand_index({"--rootless", "false", "state", "c1"}), 2u);
   EXPECT_EQ(crx::cmd::subcommand_index({"--log=/l", "--debug", "state", "c1"}), 2u);
+  EXPECT_EQ(crx::cmd::subcommand_index({"--criu", "/c", "-v"}), std::nullopt);
+  EXPECT_EQ(crx::cmd::subcommand_index({"-h", "--log-format", "json", "list"}), 3u);
+}
+
+// The command line as main() parses it.
+struct Parsed {
+  Cli cli;
+  bool ok = false;
+  explicit Parsed(std::vector<const char*> argv) {
+    argv.insert(argv.begin(), "crx");
+    auto args = crx::cmd::normalize_args(static_cast<int>(argv.size()), const_cast<char**>(argv.data()));
+    crx::cmd::add_global_options(cli, args);
+    crx::cmd::register_commands(cli, args);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());
+    try {
+      cli.app.parse(reversed);
+      ok = true;
+    } catch (const CLI::ParseError& e) {
+      ADD_FAILURE() << e.what();
+    }
+  }
+};
+
+TEST(CmdArgs, GlobalFlagsWorkBeforeAndAfterTheCommand) {
+  const std::vector<std::vector<const char*>> lines = {
+      {"--root", "/r", "--log-format", "json", "--rootless", "false", "--debug", "state", "c1"},
+      {"state", "--root", "/r", "--log-format", "json", "--rootless", "false", "--debug", "c1"},
+      {"--root=/r", "state", "--log-format=json", "--debug", "--rootless=false", "c1"},
+      {"-root", "/r", "-log-format", "json", "state", "-rootless", "false", "-debug", "c1"},
+  };
+  for (const auto& line : lines) {
+    std::string text;
+    for (const char* a : line) text += std::string(" ") + a;
+    Parsed p(line);
+    ASSERT_TRUE(p.ok) << text;
+    EXPECT_EQ(p.cli.global.root, "/r") << text;
+    EXPECT_EQ(p.cli.log_format, "json") << text;
+    EXPECT_EQ(p.cli.rootless, "false") << text;
+    EXPECT_TRUE(p.cli.debug) << text;
+    EXPECT_FALSE(p.cli.global.systemd_cgroup) << text;
+    EXPECT_TRUE(p.cli.action) << "state did not run: " << text;
+  }
+}
+
+TEST(CmdArgs, GlobalFlagsKeepTheirDefaultsAndChoices) {
+  Parsed p({"--systemd-cgroup", "state", "c1"});
+  EXPECT_EQ(p.cli.app.get_option("--root")->get_default_str(), "/run/crx");  // in --help
+  EXPECT_EQ(p.cli.global.root, "/run/crx");
+  EXPECT_EQ(p.cli.log_format, "text");
+  EXPECT_TRUE(p.cli.global.systemd_cgroup);
+  Cli cli;
+  crx::cmd::add_global_options(cli, {});
+  crx::cmd::register_commands(cli, {});
+  EXPECT_THROW(cli.app.parse(std::vector<std::string>{"c1", "state", "yaml", "--log-format"}),
+               CLI::ValidationError);
 }
 
 TEST(CmdArgs, SingleDashLongFlagsAreRewrittenUpToTheContainerId) {

@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/retry_eintr.hpp"
 
 #ifndef TCP_ULP
 #define TCP_ULP 31
@@ -29,8 +30,7 @@ constexpr size_t kChunk = 64 * 1024;  // a default pipe's capacity; four TLS rec
 // Writes all of data to a socket; false with errno set on failure.
 bool send_all(int fd, const char* data, size_t len) {
   while (len > 0) {
-    ssize_t n = ::send(fd, data, len, MSG_NOSIGNAL);
-    if (n < 0 && errno == EINTR) continue;
+    ssize_t n = retry_eintr([&] { return ::send(fd, data, len, MSG_NOSIGNAL); });
     if (n <= 0) return false;
     data += n;
     len -= static_cast<size_t>(n);
@@ -103,8 +103,8 @@ void PageRelay::fail(const std::string& what) {
 // kernel has opened a whole record (the point of the relay).
 bool PageRelay::network_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
   if (mode_ == Mode::Splice) {
-    ssize_t n = ::splice(tls_.get(), nullptr, pipe_w, nullptr, kChunk, SPLICE_F_MOVE);
-    if (n < 0 && errno == EINTR) return true;
+    ssize_t n = retry_eintr(
+        [&] { return ::splice(tls_.get(), nullptr, pipe_w, nullptr, kChunk, SPLICE_F_MOVE); });
     if (n < 0 && errno == EINVAL && bytes_in_ == 0) {
       log::debug("page relay: no splice from kernel TLS here, copying");
       mode_ = Mode::Copy;
@@ -114,16 +114,16 @@ bool PageRelay::network_to_local(int pipe_r, int pipe_w, char* buf, size_t len) 
     if (n == 0) return false;
     bytes_in_ += static_cast<uint64_t>(n);
     while (n > 0) {
-      ssize_t m = ::splice(pipe_r, nullptr, local_.get(), nullptr, static_cast<size_t>(n),
-                           SPLICE_F_MOVE);
-      if (m < 0 && errno == EINTR) continue;
+      ssize_t m = retry_eintr([&] {
+        return ::splice(pipe_r, nullptr, local_.get(), nullptr, static_cast<size_t>(n),
+                        SPLICE_F_MOVE);
+      });
       if (m <= 0) throw_errno("passing pages to criu page-server");
       n -= m;
     }
     return true;
   }
-  ssize_t n = ::read(tls_.get(), buf, len);
-  if (n < 0 && errno == EINTR) return true;
+  ssize_t n = retry_eintr([&] { return ::read(tls_.get(), buf, len); });
   if (n < 0) throw_network_error(errno);
   if (n == 0) return false;
   bytes_in_ += static_cast<uint64_t>(n);
@@ -148,16 +148,14 @@ void PageRelay::run() {
     for (;;) {
       pollfd fds[2] = {{local_.get(), POLLIN, 0},
                        {network_eof ? -1 : tls_.get(), POLLIN, 0}};
-      if (::poll(fds, 2, -1) < 0) {
-        if (errno == EINTR) continue;
+      if (retry_eintr([&] { return ::poll(fds, 2, -1); }) < 0)
         throw_errno("poll on the page channel");
-      }
       if (stopping_) break;
       // CRIU's answers (a few bytes per flush) go back to the sender.
       if (fds[0].revents) {
         char reply[4096];
-        ssize_t n = ::read(local_.get(), reply, sizeof reply);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+        ssize_t n = retry_eintr([&] { return ::read(local_.get(), reply, sizeof reply); });
+        if (n < 0 && errno == EAGAIN) continue;
         if (n < 0) throw_errno("reading criu page-server's answer");
         if (n == 0) break;  // the page server is done
         if (!send_all(tls_.get(), reply, static_cast<size_t>(n)))

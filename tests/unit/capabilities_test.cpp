@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "capability.hpp"
 #include "child_process.hpp"
 #include "common/error.hpp"
 #include "linux/process_security.hpp"
@@ -40,9 +41,13 @@ std::string mask(std::initializer_list<int> caps) {
   return buf;
 }
 
-// Without root, get a full capability set in a fresh user namespace.
+// What the tests below set: dropping from the bounding set takes
+// CAP_SETPCAP, and the sets can only keep capabilities the process has.
+// Without them, get a full capability set in a fresh user namespace.
 bool privileged() {
-  if (::geteuid() == 0) return true;
+  if (crx::test::missing_capability({CAP_SETPCAP, CAP_CHOWN, CAP_KILL, CAP_NET_BIND_SERVICE})
+          .empty())
+    return true;
   return ::unshare(CLONE_NEWUSER) == 0;
 }
 
@@ -70,7 +75,7 @@ TEST(Capabilities, AllFiveSetsAreApplied) {
     crx::linux_::apply_capabilities(caps);
     return cap_status();
   });
-  if (out == "skip") GTEST_SKIP() << "needs root or user namespaces";
+  if (out == "skip") GTEST_SKIP() << "needs CAP_SETPCAP or user namespaces";
   EXPECT_NE(out.find("CapInh:" + mask({CAP_NET_BIND_SERVICE})), std::string::npos) << out;
   EXPECT_NE(out.find("CapPrm:" + mask({CAP_CHOWN, CAP_KILL, CAP_NET_BIND_SERVICE})),
             std::string::npos)
@@ -93,14 +98,15 @@ TEST(Capabilities, AmbientOutsideInheritableIsSkipped) {
     crx::linux_::apply_capabilities(caps);
     return cap_status();
   });
-  if (out == "skip") GTEST_SKIP() << "needs root or user namespaces";
+  if (out == "skip") GTEST_SKIP() << "needs CAP_SETPCAP or user namespaces";
   EXPECT_NE(out.find("CapAmb:" + mask({CAP_NET_BIND_SERVICE})), std::string::npos) << out;
 }
 
 // The whole child sequence: capabilities survive the switch to a non-root
 // user, which gets the uid, gid, groups and umask of the spec.
 TEST(ProcessSecurity, NonRootUserKeepsTheConfiguredCapabilities) {
-  if (::geteuid() != 0) GTEST_SKIP() << "switching to uid 1000 needs root";
+  // to uid 1000, gid 1001, groups 2000 2001; the bounding set; reduced()
+  CRX_SKIP_WITHOUT(CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_CHOWN, CAP_KILL, CAP_NET_BIND_SERVICE);
   const std::string out = crx::test::in_child([] {
     crx::spec::Process p;
     p.capabilities = reduced();
@@ -136,7 +142,7 @@ TEST(ProcessSecurity, NonRootUserKeepsTheConfiguredCapabilities) {
 }
 
 TEST(ProcessSecurity, WithoutCapabilitiesANonRootUserHasNone) {
-  if (::geteuid() != 0) GTEST_SKIP() << "switching to uid 1000 needs root";
+  CRX_SKIP_WITHOUT(CAP_SETUID, CAP_SETGID);  // to uid and gid 1000, no groups
   const std::string out = crx::test::in_child([] {
     crx::spec::Process p;
     p.user.uid = 1000;

@@ -9,6 +9,7 @@
 
 #include <optional>
 
+#include "capability.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/tcp_hush.hpp"
 
@@ -69,7 +70,7 @@ TEST(MigrateTcpHush, KillingAnUnsilencedProcessClosesItsConnection) {
 }
 
 TEST(MigrateTcpHush, SilencedSocketsCloseWithoutFinOrRst) {
-  if (::geteuid() != 0) GTEST_SKIP() << "TCP_REPAIR needs CAP_NET_ADMIN";
+  CRX_SKIP_WITHOUT(CAP_NET_ADMIN);  // TCP_REPAIR
   Connection c = connect_from_child();
   {
     SilencedTcpSockets silenced({c.child});

@@ -6,6 +6,7 @@
 
 #include <fstream>
 
+#include "capability.hpp"
 #include "child_process.hpp"
 #include "common/error.hpp"
 
@@ -66,17 +67,31 @@ TEST(Sysctl, JoiningCrxsOwnNetworkNamespaceCountsAsTheHosts) {
             "sysctl \"net.ipv4.ip_forward\" is not allowed in the host's network namespace");
 }
 
+// Puts this (child) process in an ipc namespace of its own whose sysctls
+// it may write. Unsharing one takes CAP_SYS_ADMIN; writing its sysctls
+// takes being the uid that owns them (the kernel checks the uid, not a
+// capability): 0, or the root of the user namespace that owns the ipc
+// namespace. Without CAP_SYS_ADMIN as uid 0, this uid becomes root of a
+// user namespace of its own.
+bool own_ipc_namespace() {
+  if (::geteuid() == 0 && crx::test::has_capability(CAP_SYS_ADMIN))
+    return ::unshare(CLONE_NEWIPC) == 0;
+  const std::string map = "0 " + std::to_string(::geteuid()) + " 1";
+  if (::unshare(CLONE_NEWUSER) != 0) return false;
+  std::ofstream("/proc/self/uid_map") << map;
+  return ::unshare(CLONE_NEWIPC) == 0;
+}
+
 TEST(Sysctl, AppliesValuesInTheChildsIpcNamespace) {
   const std::string out = crx::test::in_child([] {
-    if (::unshare(CLONE_NEWIPC) < 0 && (::unshare(CLONE_NEWUSER) < 0 || ::unshare(CLONE_NEWIPC) < 0))
-      return std::string("skip");
+    if (!own_ipc_namespace()) return std::string("skip");
     crx::linux_::apply_sysctls({{"kernel.shmmni", "1234"}});
     std::ifstream in("/proc/sys/kernel/shmmni");
     std::string v;
     in >> v;
     return v;
   });
-  if (out == "skip") GTEST_SKIP() << "needs root or user namespaces";
+  if (out == "skip") GTEST_SKIP() << "needs CAP_SYS_ADMIN as uid 0, or user namespaces";
   EXPECT_EQ(out, "1234");
   const std::string bad = crx::test::in_child([] {
     crx::linux_::apply_sysctls({{"kernel.no_such_key", "1"}});

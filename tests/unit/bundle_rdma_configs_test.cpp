@@ -15,11 +15,10 @@
 
 namespace {
 
-// CMake hands the compiler absolute source paths: tests/unit/<this file>.
+// CRX_SOURCE_DIR: the source tree, from CMake (not __FILE__, which
+// -ffile-prefix-map, as dpkg's build flags set it, makes relative).
 std::string bundle_dir(const std::string& name) {
-  return (std::filesystem::path(__FILE__).parent_path() / "../../bundles" / name)
-      .lexically_normal()
-      .string();
+  return (std::filesystem::path(CRX_SOURCE_DIR) / "bundles" / name).string();
 }
 
 class RdmaBundle : public ::testing::TestWithParam<const char*> {

@@ -10,6 +10,13 @@
  * sums a 64-bit hash of (point index, bit pattern of its value) modulo
  * 2^64, which is independent of the order of the reduction.
  *
+ * --bulk B --bulk-every K: every K iterations each rank also exchanges a
+ * block of B bytes with each neighbour (B a multiple of 8), its words a
+ * function of (exchange, sender, index) that the receiver checks. Sized
+ * above UCX's eager limit, these take the rendezvous path (RDMA read or
+ * write of the sender's buffer) that the 2 KiB halo rows of a small grid
+ * never take; wrong words are counted ("bulk":{"errors"}) and fail the run.
+ *
  * --verify: rank 0 also recomputes the whole grid serially and compares it
  * bit for bit with the distributed result (gathered row block by row block).
  *
@@ -27,7 +34,7 @@ static void usage(int rank)
 {
     if (rank == 0)
         fprintf(stderr, "usage: mpi-jacobi [--n N] [--iters I] [--check C] [--progress P] "
-                        "[--verify|--no-verify]\n");
+                        "[--bulk BYTES] [--bulk-every K] [--verify|--no-verify]\n");
 }
 
 /* Prints ,"hosts":[...] : every rank's MPI_Get_processor_name, in rank order
@@ -72,6 +79,35 @@ static uint64_t point_hash(uint64_t index, double v)
     return mix64(index * 0x9e3779b97f4a7c15ULL ^ mix64(bits));
 }
 
+/* Word i of the bulk block that rank `from` sends in exchange e. */
+static uint64_t bulk_word(int e, int from, size_t i)
+{
+    return mix64(((uint64_t)e << 40) ^ ((uint64_t)from << 32) ^ i);
+}
+
+/* One bulk exchange with both neighbours (MPI_PROC_NULL: none); returns
+ * the number of wrong words received. */
+static long bulk_exchange(int e, int rank, int up, int down, uint64_t *out, uint64_t *in_up,
+                          uint64_t *in_down, size_t words)
+{
+    for (size_t i = 0; i < words; i++)
+        out[i] = bulk_word(e, rank, i);
+    MPI_Request req[4];
+    MPI_Irecv(in_up, (int)words, MPI_UINT64_T, up, 3, MPI_COMM_WORLD, &req[0]);
+    MPI_Irecv(in_down, (int)words, MPI_UINT64_T, down, 2, MPI_COMM_WORLD, &req[1]);
+    MPI_Isend(out, (int)words, MPI_UINT64_T, up, 2, MPI_COMM_WORLD, &req[2]);
+    MPI_Isend(out, (int)words, MPI_UINT64_T, down, 3, MPI_COMM_WORLD, &req[3]);
+    MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+    long wrong = 0;
+    for (size_t i = 0; i < words; i++) {
+        if (up != MPI_PROC_NULL && in_up[i] != bulk_word(e, up, i))
+            wrong++;
+        if (down != MPI_PROC_NULL && in_down[i] != bulk_word(e, down, i))
+            wrong++;
+    }
+    return wrong;
+}
+
 /* Value of global point (gi, j), gi and j in 0..N+1 (0 and N+1: boundary). */
 static double initial(int gi, int j, int n)
 {
@@ -113,7 +149,7 @@ int main(int argc, char **argv)
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
-    int n = 512, iters = 400, check = 10, progress = 50, verify = 1;
+    int n = 512, iters = 400, check = 10, progress = 50, verify = 1, bulk = 0, bulk_every = 10;
     for (int a = 1; a < argc; a++) {
         const char *s = argv[a];
         int *target = NULL;
@@ -125,6 +161,10 @@ int main(int argc, char **argv)
             target = &check;
         else if (!strcmp(s, "--progress"))
             target = &progress;
+        else if (!strcmp(s, "--bulk"))
+            target = &bulk;
+        else if (!strcmp(s, "--bulk-every"))
+            target = &bulk_every;
         else if (!strcmp(s, "--verify")) {
             verify = 1;
             continue;
@@ -141,9 +181,10 @@ int main(int argc, char **argv)
         }
         a++;
     }
-    if (n < size || iters < 1 || check < 1) {
+    if (n < size || iters < 1 || check < 1 || bulk % 8 || bulk_every < 1) {
         if (rank == 0)
-            fprintf(stderr, "mpi-jacobi: need n >= ranks (%d), iters >= 1, check >= 1\n", size);
+            fprintf(stderr, "mpi-jacobi: need n >= ranks (%d), iters >= 1, check >= 1, "
+                            "bulk a multiple of 8, bulk-every >= 1\n", size);
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
 
@@ -163,6 +204,14 @@ int main(int argc, char **argv)
             u[(size_t)i * w + j] = v[(size_t)i * w + j] = initial(first0 + i, j, n);
     int up = rank > 0 ? rank - 1 : MPI_PROC_NULL;
     int down = rank < size - 1 ? rank + 1 : MPI_PROC_NULL;
+    size_t bulk_words = (size_t)bulk / 8;
+    uint64_t *bulk_buf = bulk ? malloc((size_t)bulk * 3) : NULL;
+    if (bulk && !bulk_buf) {
+        fprintf(stderr, "mpi-jacobi: rank %d: out of memory for --bulk\n", rank);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    long bulk_wrong = 0, bulk_errors = 0;
+    int exchanges = 0;
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
@@ -175,6 +224,10 @@ int main(int argc, char **argv)
         MPI_Isend(u + (size_t)w, w, MPI_DOUBLE, up, 0, MPI_COMM_WORLD, &req[2]);
         MPI_Isend(u + (size_t)rows * w, w, MPI_DOUBLE, down, 1, MPI_COMM_WORLD, &req[3]);
         MPI_Waitall(4, req, MPI_STATUSES_IGNORE);
+        if (bulk && it % bulk_every == 0)
+            bulk_wrong += bulk_exchange(exchanges++, rank, up, down, bulk_buf,
+                                        bulk_buf + bulk_words, bulk_buf + 2 * bulk_words,
+                                        bulk_words);
         double local = sweep(u, v, rows, n);
         double *t = u;
         u = v;
@@ -194,6 +247,7 @@ int main(int argc, char **argv)
         for (int j = 1; j <= n; j++)
             local_sum += point_hash((uint64_t)(first0 + i - 1) * n + (j - 1), u[(size_t)i * w + j]);
     MPI_Reduce(&local_sum, &checksum, 1, MPI_UINT64_T, MPI_SUM, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&bulk_wrong, &bulk_errors, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
 
     /* --verify: gather the row blocks on rank 0 and compare with a serial run. */
     long mismatches = 0;
@@ -235,13 +289,14 @@ int main(int argc, char **argv)
         }
     }
 
-    int ok = mismatches == 0;
+    int ok = mismatches == 0 && bulk_errors == 0;
     if (rank == 0)
         printf("{\"program\":\"mpi-jacobi\",\"ok\":%s,\"ranks\":%d,\"n\":%d,\"iters\":%d,"
                "\"checksum\":\"%016" PRIx64 "\",\"norm\":%.17g,\"verified\":%s,"
-               "\"mismatches\":%ld,\"seconds\":%.3f",
+               "\"mismatches\":%ld,\"seconds\":%.3f,\"bulk\":{\"bytes\":%d,"
+               "\"exchanges\":%d,\"errors\":%ld}",
                ok ? "true" : "false", size, n, iters, checksum, norm,
-               verify ? "true" : "false", mismatches, seconds);
+               verify ? "true" : "false", mismatches, seconds, bulk, exchanges, bulk_errors);
     print_hosts(rank, size);
     if (rank == 0) {
         printf("}\n");
@@ -250,6 +305,7 @@ int main(int argc, char **argv)
     MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
     free(u);
     free(v);
+    free(bulk_buf);
     MPI_Finalize();
     return ok ? 0 : 1;
 }

@@ -208,15 +208,21 @@ class RdmaBedCase(VmTestCase):
         rc, out, err = self.tb.run(src, f"{CRX} migrate {cid} --to {self.tb.ip(dst)}:{MPORT} "
                                         f"--key /tmp/key --format json {args}", timeout=900)
         took = time.monotonic() - t
-        rrc, rout, rerr = self.wait_receive(rh, dst, log, f"crx migrate ({rc}):\n{out}{err}")
+        rrc, rout, rerr = self.wait_receive(rh, dst, log, f"crx migrate ({rc}):\n{out}{err}", rc)
         rlog = rout + self.tb.run(dst, f"cat {log}")[1]
         return rc, out, err, rrc, rlog, took
 
-    def wait_receive(self, rh, k, log, sender, timeout=300):
+    def wait_receive(self, rh, k, log, sender, sender_rc=0, timeout=300):
         """The receiver's (rc, out, err). One that has not finished within
         `timeout` fails the case with what it and CRIU were doing on g<k>
         (the test bed kills a guest whose command overstays, so this is
-        the last chance to look)."""
+        the last chance to look). When the sender failed (sender_rc), maybe
+        before it connected, a receiver still listening a minute later is
+        killed instead (its rc then says so): the guest stays up for the
+        cases after this one."""
+        if sender_rc != 0 and not rh.done.wait(60):
+            self.tb.kill(rh)
+            return self.tb.wait(rh, 30)
         if not rh.done.wait(timeout):
             stuck = self.tb.run(k, f"echo '--' receiver log; cat {log}; "
                                    "echo '--' CRIU logs; for f in $(find /run/crx-migrate "

@@ -46,6 +46,7 @@ on g0 (a failed migration leaves the partners talking to the source)."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -59,8 +60,8 @@ SIZE = 65536
 # Seconds each migrated run should last (and its minimum: the migration
 # starts after MIGRATE_AFTER seconds of traffic and must end before the
 # run does).
-RUN_SECONDS = float(os.environ.get("CRX_VM_PERFTEST_SECONDS", "40"))
-MIGRATE_AFTER = 8
+RUN_SECONDS = float(os.environ.get("CRX_VM_PERFTEST_SECONDS", "30"))
+MIGRATE_AFTER = 5
 # Packets (of at most 1 KiB: rxe's path MTU here) that g2's rxe0 must move
 # after the restore for the run to count as migrated mid-run.
 MOVED_PACKETS = 2000
@@ -134,9 +135,12 @@ class RdmaPerftestTest(RdmaBedCase):
         row = report_row(out)
         self.assertIsNotNone(row, f"no bandwidth row:\n{out}")
         # perftest's MB is 2^20 bytes; a duration run's figure is this end's
-        # direction only, also with -b.
+        # direction only, also with -b. Yet an iteration run with -b takes
+        # about twice as long as that figure says (measured: 82-91 s for
+        # 40 s worth), so it gets half the iterations.
         per_second = row[1] * 0x100000 / SIZE
-        n = max(int(per_second * RUN_SECONDS) // 100 * 100, 200)
+        seconds = RUN_SECONDS / 2 if mode == "-b" else RUN_SECONDS
+        n = max(int(per_second * seconds) // 100 * 100, 200)
         print(f"{tool} {mode}: {row[1]:.2f} MB/s unmigrated -> -n {n}", flush=True)
         self.calibrated[(tool, mode)] = n
         return n
@@ -146,6 +150,7 @@ class RdmaPerftestTest(RdmaBedCase):
         /out/<cid>.out|.err and its exit code into /out/<cid>.rc (the
         scratch dir, same path on every guest)."""
         b = os.path.join(self.tb.scratch, "bundle-" + cid)
+        shutil.rmtree(b, ignore_errors=True)  # a case run again in one boot
         os.makedirs(b)
         with open(os.path.join(ROOT, "bundles", "perftest", "config.json")) as f:
             spec = json.load(f)
@@ -174,7 +179,8 @@ class RdmaPerftestTest(RdmaBedCase):
                                    timeout=900)
         took = time.monotonic() - t
         rrc, rout, rerr = self.wait_receive(rh, dst, log,
-                                            f"crx migrate ({rc}):\n{out}{err}\n{self.diag(1, cid)}")
+                                            f"crx migrate ({rc}):\n{out}{err}\n{self.diag(1, cid)}",
+                                            rc)
         rlog = rout + self.tb.run(dst, f"cat {log}")[1]
         self.sh(self.tb, dst, f"iptables -w -D {hold}")
         self.sh(self.tb, 1, f"ip neigh flush to {SERVICE_IP}")
@@ -192,8 +198,10 @@ class RdmaPerftestTest(RdmaBedCase):
               flush=True)
         self.assertEqual(report["outcome"], "migrated")
         self.assertIsNone(self.state(src, cid), "the source copy must be gone")
-        self.assertEqual(self.state(dst, cid), "running",
-                         f"{cid} must run on g{dst} after the move\n{self.diag(1, dst, cid)}")
+        # stopped: the run was fast enough to end right after the restore
+        # (run_migrated_at checks that it moved packets on g<dst> first)
+        self.assertIn(self.state(dst, cid), ("running", "stopped"),
+                      f"{cid} must be on g{dst} after the move\n{self.diag(1, dst, cid)}")
         return report
 
     def rolled_back_with_address(self, cid, src, dst):
@@ -211,7 +219,8 @@ class RdmaPerftestTest(RdmaBedCase):
             rc, out, err = self.tb.run(src, f"{CRX} migrate {cid} --to {self.tb.ip(dst)}:{MPORT} "
                                             f"--key /tmp/key --tcp-established --format json",
                                        timeout=900)
-            rrc, rout, rerr = self.wait_receive(rh, dst, log, f"crx migrate ({rc}):\n{out}{err}")
+            rrc, rout, rerr = self.wait_receive(rh, dst, log, f"crx migrate ({rc}):\n{out}{err}",
+                                                rc)
             # the address goes back with the container
             self.sh(self.tb, dst, f"iptables -w -D {hold}; ip addr del {SERVICE_IP}/32 dev eth0")
             self.sh(self.tb, src, f"ip addr add {SERVICE_IP}/32 dev eth0")
@@ -221,7 +230,8 @@ class RdmaPerftestTest(RdmaBedCase):
         print(f"crx migrate ({rc}):\n{out}{err}", flush=True)
         self.assertNotEqual(rc, 0, "the migration must fail")
         self.assertIn("rolled back", out + err)
-        self.assertEqual(self.state(src, cid), "running", "the source must run on")
+        self.assertIn(self.state(src, cid), ("running", "stopped"),
+                      "the source must run on (or have ended its run there)")
         self.assertIsNone(self.state(dst, cid), "no copy on the destination")
         return json.loads(out.strip().splitlines()[-1])
 
@@ -238,6 +248,10 @@ class RdmaPerftestTest(RdmaBedCase):
                                  "echo '--' gids; for i in 0 1 2 3 4 5 6 7; do "
                                  "echo $i $(cat gids/$i gid_attrs/types/$i 2>/dev/null); done; "
                                  "echo '--' receive logs; tail -n 30 /tmp/receive-*.log; "
+                                 "echo '--' tcp; ss -tnpi; echo '--' perftest processes; "
+                                 "for p in $(pgrep ib_); do echo $p $(cat /proc/$p/comm) "
+                                 "wchan $(cat /proc/$p/wchan) state $(grep State /proc/$p/status); "
+                                 "cat /proc/$p/stack; done; "
                                  f"echo '--' dmesg; dmesg | tail -{200 if RXE_DEBUG else 25}")[1]
             parts.append(f"---- g{k}:\n{out}")
         return "\n".join(parts)
@@ -318,7 +332,12 @@ class RdmaPerftestTest(RdmaBedCase):
         moved = self.rxe_packets(at) - q0
         print(f"{tool}: {moved} packets on g{at}'s rxe0 after the move", flush=True)
         self.assertGreaterEqual(moved, MOVED_PACKETS, f"the run must go on on g{at} after the move")
-        rc, out, err = self.tb.wait(client, timeout=900)
+        # bounded well below the ctest's time limit: a run that hangs fails
+        # here with the guests' state, and the next case still has g1
+        if not client.done.wait(RUN_SECONDS * 6 + 120):
+            self.fail(f"{tool} client (g1) still running {time.monotonic() - started:.0f} s "
+                      f"after the start\n{self.diag(1, at, cid)}")
+        rc, out, err = self.tb.wait(client, timeout=60)
         print(f"{tool} client (g1) after {time.monotonic() - started:.1f} s, "
               f"exit {rc}:\n{out}{err}", flush=True)
         deadline = time.monotonic() + 120

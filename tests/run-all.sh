@@ -2,7 +2,7 @@
 # The README's test command: set up, build, and pass every test
 # (unit, host integration as root, qemu-guest tests), then the fuzz
 # targets (tests/fuzz) in a second build dir with clang, libFuzzer and
-# ASan+UBSan, each fuzzed for CRX_FUZZ_SECONDS (default 20). The fuzz part
+# ASan+UBSan, each fuzzed for CRX_FUZZ_SECONDS (default 10). The fuzz part
 # runs when no ctest arguments are given or one of them names fuzz
 # (`tests/run-all.sh -L fuzz`); CRX_FUZZ=0 skips it.
 set -eu

@@ -2,14 +2,14 @@
 # One fuzz test of ctest's label `fuzz` (tests/fuzz/README.md):
 #   run-fuzzer.sh <fuzzer binary> <tests/fuzz dir> <work dir> [max_len]
 # 1. replays every input kept under regressions/<target>/ (each must pass);
-# 2. fuzzes from corpus/<target>/ for CRX_FUZZ_SECONDS (default 20) or, if
+# 2. fuzzes from corpus/<target>/ for CRX_FUZZ_SECONDS (default 10) or, if
 #    set, CRX_FUZZ_RUNS executions. New inputs go to <work>/<target>/corpus
 #    (not the tree); a crash is saved as <work>/<target>/crash-* and fails
 #    the test: copy it to regressions/<target>/ once the parser is fixed.
 set -eu
 bin=$1 src=$2 work=$3 max_len=${4:-4096}
 name=$(basename "$bin")
-seconds=${CRX_FUZZ_SECONDS:-20}
+seconds=${CRX_FUZZ_SECONDS:-10}
 runs=${CRX_FUZZ_RUNS:-}
 out=$work/$name
 mkdir -p "$out/corpus"

@@ -63,6 +63,27 @@ def boot_shared(n, prepare, **kw):
     return tb
 
 
+def rdma_setup(tb, crx, ranges, key, key_path, verbose=False):
+    """Every guest k of tb: /etc/crx/config.yaml naming rxe0 on eth0 with
+    the QPN, MR and AH index range ranges[k] (disjoint per guest, so that
+    restored objects keep their numbers), the migration key at key_path,
+    then `crx rdma setup`. verbose: print what each setup said."""
+    for k in range(tb.n):
+        lo, hi = ranges[k]
+        cfg = (f"rdma:\n  device: rxe0\n  netdev: eth0\n"
+               f"  qpn_min: {lo:#x}\n  qpn_max: {hi:#x}\n"
+               f"  mrn_min: {lo:#x}\n  mrn_max: {hi:#x}\n"
+               f"  ahn_min: {lo:#x}\n  ahn_max: {hi:#x}\n")
+        tb.run(k, f"mkdir -p /etc/crx && cat > /etc/crx/config.yaml <<'EOF'\n{cfg}EOF\n"
+                  f"printf %s {key} > {key_path} && chmod 600 {key_path}", check=True)
+    for k, (rc, out, err) in enumerate(tb.run_all(f"{crx} rdma setup && {crx} rdma status",
+                                                  timeout=180)):
+        if verbose:
+            print(f"g{k}: crx rdma setup:\n{out}{err}", flush=True)
+        if rc != 0:
+            raise AssertionError(f"g{k}: crx rdma setup failed ({rc}):\n{out}\n{err}")
+
+
 class VmTestCase(unittest.TestCase):
     maxDiff = None
 

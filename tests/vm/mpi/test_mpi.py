@@ -24,225 +24,93 @@ container, its address and namespace re-made on g3) while mpi-jacobi runs;
 the job must finish with the unmigrated checksum. Over UCX's TCP transport
 (the rank's TCP connections to its peers move with its address) and over
 UCX rc_v on rxe (RC QPs plus the UD QP of UCX's wire-up and its address
-handles), there and back in one run."""
+handles), there and back in one run; there every 100th iteration also
+sends a 512 KiB block to each neighbour, above UCX's rendezvous threshold,
+so that eager (halo rows), rendezvous (RDMA read/write of the blocks) and
+collective traffic all cross the moves. The bed itself: mpi_bed.py, shared
+with tests/bench/mpi."""
 import json
 import os
-import subprocess
 import sys
 import time
 import unittest
 
-sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, main  # noqa: E402
-from testbed import Testbed  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from mpi_bed import (RANKS, UCX_ENV, UCX_TCP_ENV, MpiBed, host_reference,  # noqa: E402
+                     missing, rank_address)
+from vmtest import VmTestCase, main, wait_until  # noqa: E402
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
-CRX = os.path.join(BUILD, "crx")
-PROGS = os.path.join(BUILD, "bundles", "mpi")
-BUNDLE = os.path.join(ROOT, "bundles", "mpi")
-AGENT = os.path.join(BUNDLE, "crx-mpi-agent")
-KEY = "0123456789abcdef0123456789abcdef"
-PORT = 7171
-MEMORY_MB = int(os.environ.get("CRX_VM_MPI_MEMORY", "640"))
-# Per-node rdma_rxe ranges, disjoint (as tests/vm/rdma/rdma_bed.py).
-RANGES = [(0x1000, 0x1fff), (0x2000, 0x2fff), (0x3000, 0x3fff), (0x4000, 0x4fff)]
-RANKS = ["r0", "r1", "r2"]
-NODES = 4  # g0-g2 run the ranks, g3 is where a rank moves
-MIGRATE_PORT = 7272
-# Move rank 0 once the job is this far (of JACOBI_ARGS' --iters).
 # Kills the receiver and its criu mid-restore (how: the script's header).
 KILL_MID_RESTORE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "rdma",
                                 "kill-mid-restore.sh")
+# Move rank 0 once the job is this far (of JACOBI_ARGS' --iters).
 MOVE_AT_ITER = int(os.environ.get("CRX_VM_MPI_MOVE_AT", "500"))
 MOVE_BACK_AT_ITER = int(os.environ.get("CRX_VM_MPI_MOVE_BACK_AT", "1250"))
 # The kernel: tens of seconds under TCG (about 13 ms per iteration with
 # three guests on two cores), halo rows of 2 KiB (eager).
 JACOBI_ARGS = os.environ.get("CRX_VM_MPI_JACOBI", "--n 256 --iters 2500 --check 10 --progress 250")
-PROBE_ARGS = "--max-size 262144 --reps 4 --window 4"
-MPI_MCA = ("--mca plm_rsh_no_tree_spawn 1 --mca pml ucx --mca pml_ucx_tls any "
-           "--mca pml_ucx_devices any --mca btl self --mca osc ucx")
-UCX_ENV = "-x UCX_TLS=rc_v,self -x UCX_NET_DEVICES=rxe0:1 -x UCX_UD_VERBS_ETH_DGID_CHECK=n"
-# UCX over TCP between the ranks' own addresses (eth0 in each rank's
-# namespace is its veth): every connection of the rank moves with it.
-UCX_TCP_ENV = "-x UCX_TLS=tcp,self -x UCX_NET_DEVICES=eth0"
-
-
-def rank_address(k):
-    return f"10.77.0.{100 + k}"
-
-
-def rootfs():
-    """The mpi rootfs for this build dir's programs, built if missing or
-    stale (bundles/mpi/make-rootfs.sh)."""
-    rf = os.path.join(BUILD, "vm-mpi", "rootfs")
-    stale = any(subprocess.run(["cmp", "-s", os.path.join(rf, "usr", "local", "bin", p),
-                                os.path.join(PROGS, p)]).returncode != 0
-                for p in ("mpi-jacobi", "mpi-probe"))
-    if stale:
-        subprocess.run([os.path.join(BUNDLE, "make-rootfs.sh"), "--build-dir", BUILD, rf],
-                       check=True)
-    return rf
-
-
-def host_reference():
-    """mpi-jacobi on the host, 3 ranks over shared memory/TCP (Open MPI's
-    ob1 with vader and tcp): the checksum every placement must give."""
-    p = subprocess.run(["mpirun", "--allow-run-as-root", "-np", "3", "--oversubscribe",
-                        "--mca", "pml", "ob1", "--mca", "btl", "self,vader,tcp",
-                        os.path.join(PROGS, "mpi-jacobi"), *JACOBI_ARGS.split()],
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=600)
-    if p.returncode != 0:
-        raise AssertionError(f"host reference run failed ({p.returncode}):\n{p.stderr}")
-    return json.loads(p.stdout.strip().splitlines()[-1])
+# With a move: every 100 iterations also 512 KiB to each neighbour, above
+# UCX's rendezvous threshold (checked: 394325 bytes for tag sends over
+# rc_v on rxe0, ucx_info; below it UCX sends eagerly, zero-copy), so that
+# rendezvous transfers (RDMA read/write of the sender's buffer) run across
+# the move.
+BULK = 524288
+BULK_EVERY = 100
+BULK_ARGS = f"--bulk {BULK} --bulk-every {BULK_EVERY}"
+PROBE_MAX = 1048576
+PROBE_ARGS = f"--max-size {PROBE_MAX} --reps 4 --window 4"
 
 
 class MpiTest(VmTestCase):
-    tb = None
+    bed = None
 
     @classmethod
     def setUpClass(cls):
-        for f in (CRX, os.path.join(PROGS, "mpi-jacobi"), os.path.join(PROGS, "mpi-probe")):
-            if not os.path.exists(f):
-                raise unittest.SkipTest(f"{f} not built")
-        for tool in ("mpirun", "ucx_info"):
-            if subprocess.run(["sh", "-c", f"command -v {tool}"],
-                              stdout=subprocess.DEVNULL).returncode != 0:
-                raise unittest.SkipTest(f"{tool} not installed (tests/setup.sh)")
+        why = missing()
+        if why:
+            raise unittest.SkipTest(why)
         t = time.monotonic()
-        cls.reference = host_reference()
-        print(f"host reference ({time.monotonic() - t:.1f} s): {json.dumps(cls.reference)}",
-              flush=True)
-        cls.rootfs = rootfs()
-        mods = subprocess.run([os.path.join(ROOT, "rxe-patches", "build.sh")], check=True,
-                              stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
-        t = time.monotonic()
-        cls.tb = tb = Testbed(NODES, modules_dir=mods, rxe=False, memory_mb=MEMORY_MB).start()
-        print(f"booted {NODES} guests ({MEMORY_MB} MiB each) in {time.monotonic() - t:.1f} s",
-              flush=True)
+        cls.reference = host_reference(JACOBI_ARGS)
+        print(f"host reference ({time.monotonic() - t:.1f} s): {cls.reference}", flush=True)
+        cls.bed = MpiBed()
+        cls.tb = cls.bed.tb
         try:
-            cls.setup_bed(tb)
+            cls.rndv = cls.bed.rndv_threshold()
         except BaseException:
-            tb.close()
+            cls.bed.close()
             raise
-
-    @classmethod
-    def setup_bed(cls, tb):
-        s = tb.scratch
-        with open(os.path.join(s, "map"), "w") as f:
-            for k, r in enumerate(RANKS):
-                f.write(f"{r} {tb.ip(k)}:{PORT} {rank_address(k)}\n")
-        with open(os.path.join(s, "hostfile"), "w") as f:
-            f.write("".join(f"{r} slots=1\n" for r in RANKS))
-        for k in range(NODES):
-            os.makedirs(os.path.join(s, f"log-g{k}"))
-            lo, hi = RANGES[k]
-            cfg = (f"rdma:\n  device: rxe0\n  netdev: eth0\n"
-                   f"  qpn_min: {lo:#x}\n  qpn_max: {hi:#x}\n"
-                   f"  mrn_min: {lo:#x}\n  mrn_max: {hi:#x}\n"
-                   f"  ahn_min: {lo:#x}\n  ahn_max: {hi:#x}\n")
-            tb.run(k, f"mkdir -p /etc/crx && cat > /etc/crx/config.yaml <<'EOF'\n{cfg}EOF\n"
-                      f"printf %s {KEY} > /tmp/mpi-key && chmod 600 /tmp/mpi-key", check=True)
-        for k, (rc, out, err) in enumerate(tb.run_all(f"{CRX} rdma setup && {CRX} rdma status",
-                                                      timeout=180)):
-            if rc != 0:
-                raise AssertionError(f"g{k}: crx rdma setup failed ({rc}):\n{out}\n{err}")
-        cls.agents = []
-        for k in range(NODES):
-            cls.agents.append(tb.spawn(
-                k, f"python3 {AGENT} serve --listen 0.0.0.0:{PORT} --key /tmp/mpi-key "
-                   f"--crx {CRX} --bundle {BUNDLE} --rootfs {cls.rootfs} --dev eth0 "
-                   f"--state-dir /run/crx-mpi --log-dir {s}/log-g{k} "
-                   f"--ready-file {s}/agent-g{k}.ready 2>{s}/agent-g{k}.log"))
-        deadline = time.monotonic() + 120
-        for k in range(NODES):
-            while not os.path.exists(os.path.join(s, f"agent-g{k}.ready")):
-                if time.monotonic() > deadline or cls.agents[k].done.is_set():
-                    raise AssertionError(f"g{k}: crx-mpi-agent did not start: "
-                                         + cls.read(f"agent-g{k}.log"))
-                time.sleep(0.5)
+        print(f"UCX rc_v on rxe0: tag sends of {cls.rndv} bytes and more take the rendezvous "
+              f"protocol", flush=True)
 
     @classmethod
     def tearDownClass(cls):
-        if cls.tb:
-            cls.tb.close()
-
-    @classmethod
-    def read(cls, name):
-        try:
-            with open(os.path.join(cls.tb.scratch, name)) as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
-
-    def logs(self):
-        return "\n".join(f"--- {name}:\n{self.read(name)[-3000:]}" for k in range(NODES)
-                         for name in [f"agent-g{k}.log"] + [
-                             f"log-g{k}/{n}" for n in sorted(
-                                 os.listdir(os.path.join(self.tb.scratch, f"log-g{k}")))])
+        if cls.bed:
+            cls.bed.close()
 
     def mpirun(self, prog, args, tag, during=None, ucx=UCX_ENV):
-        """mpirun on g0 over the three rank containers; returns the program's
-        JSON summary and mpirun's seconds. during(): called while it runs.
-        ucx: mpirun's -x UCX_* settings."""
-        s = self.tb.scratch
-        cmd = (f"cd /tmp && CRX_MPI_MAP={s}/map CRX_MPI_KEY=/tmp/mpi-key "
-               f"mpirun --allow-run-as-root --hostfile {s}/hostfile "
-               f"--mca plm_rsh_agent '{AGENT} rsh' {MPI_MCA} {ucx} "
-               f"/usr/local/bin/{prog} {args} >{s}/{tag}.out 2>{s}/{tag}.err; "
-               f"rc=$?; touch {s}/{tag}.done; exit $rc")
-        t, start = time.monotonic(), time.time()
-        h = self.tb.spawn(0, cmd)
-        if during:
-            during()
-        rc, _, _ = self.tb.wait(h, timeout=1200)
-        took = time.monotonic() - t
-        try:
-            took = os.stat(os.path.join(s, f"{tag}.done")).st_mtime - start
-        except FileNotFoundError:
-            pass
-        out, err = self.read(f"{tag}.out"), self.read(f"{tag}.err")
+        """The bed's mpirun; fails unless it exits 0 with a summary.
+        Returns (summary, mpirun's seconds)."""
+        rc, res, took = self.bed.mpirun(prog, args, tag, during, ucx)
+        out, err = self.bed.read(f"{tag}.out"), self.bed.read(f"{tag}.err")
         print(f"{tag}: mpirun {prog} took {took:.1f} s (rc {rc})\n{out}{err[-1500:]}", flush=True)
-        self.assertEqual(rc, 0, f"mpirun {prog} failed:\n{out}\n{err}\n{self.logs()}")
-        lines = [ln for ln in out.splitlines() if ln.startswith("{")]
-        self.assertTrue(lines, f"no summary from {prog}:\n{out}\n{err}")
-        return json.loads(lines[-1]), took
-
-    def wait_gone(self):
-        """Every rank container has stopped and was deleted by the agent,
-        and its namespace, veth, route and address left the guest."""
-        deadline = time.monotonic() + 120
-        while True:
-            left = []
-            for k in range(NODES):
-                out = self.sh(self.tb, k, f"{CRX} list -q; ip netns list; ip -o link; "
-                                          f"ip -o -4 addr; ip route")
-                if any(f"mpi-{r}" in out or rank_address(j) in out
-                       for j, r in enumerate(RANKS)):
-                    left.append(f"g{k}: {out}")
-            if not left:
-                return
-            if time.monotonic() > deadline:
-                self.fail("rank containers or addresses left behind:\n" + "\n".join(left))
-            time.sleep(1)
+        self.assertEqual(rc, 0, f"mpirun {prog} failed:\n{out}\n{err}\n{self.bed.logs()}")
+        self.assertIsNotNone(res, f"no summary from {prog}:\n{out}\n{err}")
+        return res, took
 
     def snapshot(self):
         """While mpi-jacobi runs: what the job holds on every guest, printed
         for whoever migrates a rank next; checks that every rank's OOB
         connection to mpirun starts at the rank's own address."""
-        deadline = time.monotonic() + 600
-        k = 0
-        while k < 3:
+        def rc_qps(k):
             # a rank's QPs are named after the thread that made them: the
             # program's main thread or UCX's "async" thread (lazy wire-up)
-            rc, out, _ = self.tb.run(k, "rdma resource show qp | grep -cE 'type RC.*comm (mpi-jacobi|async)'")
-            if rc == 0 and int(out.strip() or 0) >= 2:
-                k += 1
-                continue
-            if time.monotonic() > deadline or os.path.exists(
-                    os.path.join(self.tb.scratch, "jacobi.done")):
-                self.fail(f"g{k}: no RC QPs of mpi-jacobi seen while it ran")
-            time.sleep(1)
+            if os.path.exists(os.path.join(self.tb.scratch, "jacobi.done")):
+                raise AssertionError(f"g{k}: no RC QPs of mpi-jacobi seen while it ran")
+            rc, out, _ = self.tb.run(k, "rdma resource show qp | "
+                                        "grep -cE 'type RC.*comm (mpi-jacobi|async)'")
+            return rc == 0 and int(out.strip() or 0) >= 2
+        for k in range(3):
+            wait_until(lambda: rc_qps(k), 600, f"g{k}: RC QPs of mpi-jacobi", interval=1)
         for k in range(3):
             t = time.monotonic()
             ns = f"crx-mpi-{RANKS[k]}"
@@ -271,10 +139,11 @@ class MpiTest(VmTestCase):
         self.assertEqual([p["peer"] for p in res["pairs"]], [1, 2])
         for p in res["pairs"]:
             sizes = [x["size"] for x in p["sizes"]]
-            # eager (small) and rendezvous (UCX_RNDV_THRESH is a few KiB on rc_verbs)
+            # eager (small) and rendezvous (above UCX's threshold)
             self.assertEqual(sizes[0], 1)
-            self.assertEqual(sizes[-1], 262144)
-        self.wait_gone()
+            self.assertEqual(sizes[-1], PROBE_MAX)
+        self.assertGreater(PROBE_MAX, self.rndv, "the largest probe must take UCX's rendezvous")
+        self.bed.wait_gone()
 
     def test_2_jacobi_checksum_equals_host_run(self):
         res, took = self.mpirun("mpi-jacobi", JACOBI_ARGS, "jacobi", during=self.snapshot)
@@ -286,69 +155,22 @@ class MpiTest(VmTestCase):
                          (self.reference["n"], self.reference["iters"], 3))
         self.assertEqual(res["checksum"], self.reference["checksum"],
                          "UCX/rxe in containers must give the host run's grid bit for bit")
-        self.assertIn('"progress"', self.read("jacobi.err"))
-        self.wait_gone()
+        self.assertIn('"progress"', self.bed.read("jacobi.err"))
+        self.bed.wait_gone()
 
     # -- rank 0 moves mid-run ----------------------------------------------------
-    def wait_iter(self, tag, at):
-        """Blocks until the job's rank 0 reported iteration `at` (stderr
-        progress lines); fails if the job ends first."""
-        deadline = time.monotonic() + 600
-        while True:
-            it = 0
-            for ln in self.read(f"{tag}.err").splitlines():
-                try:
-                    it = max(it, json.loads(ln)["progress"]["iter"])
-                except (ValueError, KeyError, TypeError):
-                    continue
-            if it >= at:
-                return it
-            if os.path.exists(os.path.join(self.tb.scratch, f"{tag}.done")) or \
-                    time.monotonic() > deadline:
-                self.fail(f"{tag}: never reached iteration {at}:\n{self.read(tag + '.err')[-2000:]}")
-            time.sleep(0.5)
-
-    def move(self, host, src, dst):
-        """crx-mpi-agent move from g0 (any node would do): (rc, report or
-        None, stderr, seconds)."""
-        t = time.monotonic()
-        rc, out, err = self.tb.run(
-            0, f"python3 {AGENT} move {host} --from {self.tb.ip(src)}:{PORT} "
-               f"--to {self.tb.ip(dst)}:{PORT} --key /tmp/mpi-key "
-               f"--migrate-port {MIGRATE_PORT}", timeout=900)
-        took = time.monotonic() - t
-        report = None
-        if rc == 0:
-            report = json.loads(out.strip().splitlines()[-1])
-        return rc, report, err, took
-
-    def where(self, cid):
-        """{guest: state} of the container on every guest that has it."""
-        found = {}
-        for k in range(NODES):
-            rc, out, _ = self.tb.run(k, f"{CRX} state {cid}", timeout=120)
-            if rc == 0:
-                found[k] = json.loads(out)["status"]
-        return found
-
-    def qps(self, k):
-        """The rank's QPs on guest k as (type, lqpn) pairs."""
-        out = self.sh(self.tb, k, "rdma -j resource show qp")
-        return sorted((q.get("type"), q.get("lqpn")) for q in json.loads(out or "[]")
-                      if q.get("comm") in ("mpi-jacobi", "async"))
-
-    def jacobi_with_move(self, tag, ucx, back=False):
-        """mpi-jacobi over the three ranks; rank 0 moves g0 -> g3 once the
-        job passed MOVE_AT_ITER, and with `back` g3 -> g0 again once it
+    def jacobi_with_move(self, tag, ucx, back=False, args=JACOBI_ARGS):
+        """mpi-jacobi (args) over the three ranks; rank 0 moves g0 -> g3 once
+        the job passed MOVE_AT_ITER, and with `back` g3 -> g0 again once it
         passed MOVE_BACK_AT_ITER. Returns (summary, mpirun seconds, move:
         the first move's record, the second's under "back")."""
         move = {}
 
         def one(rec, at, src, dst):
-            rec["at"] = self.wait_iter(tag, at)
-            rec["qps_before"] = self.qps(src)
-            rec["rc"], rec["report"], rec["err"], rec["took"] = self.move("r0", src, dst)
-            rec["where"] = self.where("mpi-r0")
+            rec["at"] = self.bed.wait_iter(tag, at)
+            rec["qps_before"] = self.bed.qps(src)
+            rec["rc"], rec["report"], rec["err"], rec["took"] = self.bed.move("r0", src, dst)
+            rec["where"] = self.bed.where("mpi-r0")
             rec["ns_dst"] = self.tb.run(dst, "ip netns exec crx-mpi-r0 ss -tnpH; ip route; "
                                              "rdma resource show qp | grep -v GSI")[1]
             print(f"{tag}: moved r0 g{src} -> g{dst} at iteration {rec['at']} (rc {rec['rc']}, "
@@ -363,11 +185,11 @@ class MpiTest(VmTestCase):
                 move["back"] = {}
                 one(move["back"], MOVE_BACK_AT_ITER, 3, 0)
 
-        res, took = self.mpirun("mpi-jacobi", JACOBI_ARGS, tag, during=during, ucx=ucx)
+        res, took = self.mpirun("mpi-jacobi", args, tag, during=during, ucx=ucx)
         return res, took, move
 
     def assert_moved(self, move, dst):
-        self.assertEqual(move["rc"], 0, f"crx-mpi-agent move failed: {move['err']}\n{self.logs()}")
+        self.assertEqual(move["rc"], 0, f"crx-mpi-agent move failed: {move['err']}\n{self.bed.logs()}")
         self.assertEqual(move["report"]["outcome"], "migrated", move["report"])
         self.assertEqual(move["where"], {dst: "running"}, f"rank 0's container runs on g{dst} only")
         self.assertIn(rank_address(0), move["ns_dst"], f"rank 0's address moved to g{dst}")
@@ -388,22 +210,28 @@ class MpiTest(VmTestCase):
         g0 -> g3 mid-run with its address; the job finishes right."""
         ref, ref_took = self.mpirun("mpi-jacobi", JACOBI_ARGS, "jacobi-tcp", ucx=UCX_TCP_ENV)
         self.assertEqual(ref["checksum"], self.reference["checksum"])
-        self.wait_gone()
+        self.bed.wait_gone()
         res, took, move = self.jacobi_with_move("jacobi-tcp-moved", UCX_TCP_ENV)
         self.assert_moved_run(res, move)
         rep = move["report"]
         print(f"jacobi over tcp: unmigrated {ref_took:.1f} s, migrated {took:.1f} s "
               f"(delay {took - ref_took:+.1f} s), downtime "
               f"{rep.get('downtime_seconds', 0):.2f} s, move {move['took']:.1f} s", flush=True)
-        self.wait_gone()
+        self.bed.wait_gone()
 
     def test_4_jacobi_over_rc_rank0_moves_to_g3_and_back(self):
         """UCX rc_v on rxe (test_2's job): rank 0 moves g0 -> g3 mid-run
         and later g3 -> g0, each time with its RC QPs, the UD QP of UCX's
         wire-up and its address handles; the job finishes with the
-        unmigrated checksum and no rank reports an error."""
-        res, took, move = self.jacobi_with_move("jacobi-rc-moved", UCX_ENV, back=True)
+        unmigrated checksum and no rank reports an error. Eager (halo
+        rows), collectives (allreduce, reduce) and rendezvous (the bulk
+        blocks) run across both moves."""
+        self.assertGreater(BULK, self.rndv, "the bulk blocks must take UCX's rendezvous path")
+        res, took, move = self.jacobi_with_move("jacobi-rc-moved", UCX_ENV, back=True,
+                                                args=f"{JACOBI_ARGS} {BULK_ARGS}")
         self.assert_moved_run(res, move)
+        self.assertEqual((res["bulk"]["bytes"], res["bulk"]["errors"]), (BULK, 0), res)
+        self.assertEqual(res["bulk"]["exchanges"], res["iters"] // BULK_EVERY, res)
         for m in (move, move["back"]):
             objects = m["report"]["verbs"]["objects"]
             self.assertGreaterEqual(objects.get("ah", 0), 1, "UCX's UD wire-up AHs moved")
@@ -412,7 +240,7 @@ class MpiTest(VmTestCase):
         print(f"jacobi over rc: migrated twice in {took:.1f} s, downtime "
               + ", ".join(f"{r.get('downtime_seconds', 0):.2f} s" for r in reps)
               + f", moves {move['took']:.1f} s and {move['back']['took']:.1f} s", flush=True)
-        self.wait_gone()
+        self.bed.wait_gone()
 
     def test_5_rank_keeps_running_when_the_destination_dies_mid_restore(self):
         """The receiver on g3 and its criu are killed while they restore
@@ -420,7 +248,8 @@ class MpiTest(VmTestCase):
         runs on at g0 with its QPs resumed, and the job finishes right."""
         killer = self.tb.spawn(3, f"sh {KILL_MID_RESTORE}")
         try:
-            res, took, move = self.jacobi_with_move("jacobi-rc-killed", UCX_ENV)
+            res, took, move = self.jacobi_with_move("jacobi-rc-killed", UCX_ENV,
+                                                    args=f"{JACOBI_ARGS} {BULK_ARGS}")
         finally:
             krc, kout, kerr = self.tb.wait(killer, timeout=900)
         print(f"in g3 ({krc}): {kout}{kerr}", flush=True)
@@ -429,8 +258,9 @@ class MpiTest(VmTestCase):
         self.assertEqual(move["where"], {0: "running"}, "rank 0 runs on at g0 only")
         self.assertTrue(res["ok"], res)
         self.assertEqual(res["mismatches"], 0)
+        self.assertEqual(res["bulk"]["errors"], 0, res)
         self.assertEqual(res["checksum"], self.reference["checksum"])
-        self.wait_gone()
+        self.bed.wait_gone()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, wait_until  # noqa: E402
+from vmtest import VmTestCase, rdma_setup, wait_until  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -62,19 +62,7 @@ class RdmaBedCase(VmTestCase):
         print(f"booted 3 guests in {time.monotonic() - t:.1f} s", flush=True)
         try:
             os.makedirs(os.path.join(tb.scratch, "out"))
-            for k in range(3):
-                lo, hi = RANGES[k]
-                cfg = (f"rdma:\n  device: rxe0\n  netdev: eth0\n"
-                       f"  qpn_min: {lo:#x}\n  qpn_max: {hi:#x}\n"
-                       f"  mrn_min: {lo:#x}\n  mrn_max: {hi:#x}\n"
-                       f"  ahn_min: {lo:#x}\n  ahn_max: {hi:#x}\n")
-                tb.run(k, f"mkdir -p /etc/crx && cat > /etc/crx/config.yaml <<'EOF'\n{cfg}EOF\n"
-                          f"printf %s {KEY} > /tmp/key && chmod 600 /tmp/key", check=True)
-            for k, (rc, out, err) in enumerate(tb.run_all(f"{CRX} rdma setup && {CRX} rdma status",
-                                                          timeout=180)):
-                print(f"g{k}: crx rdma setup:\n{out}{err}", flush=True)
-                if rc != 0:
-                    raise AssertionError(f"g{k}: crx rdma setup failed ({rc}):\n{out}\n{err}")
+            rdma_setup(tb, CRX, RANGES, KEY, "/tmp/key", verbose=True)
         except BaseException:
             tb.close()
             raise

@@ -1,0 +1,258 @@
+#!/usr/bin/python3
+"""Benchmark: the MigrOS paper's MPI figure redone for crx (issue 12).
+
+An MPI job (bundles/mpi's mpi-jacobi, three ranks in crx containers on
+g0-g2 of the bed of tests/vm/mpi/mpi_bed.py) has rank 0 moved to g3 once
+it passed iteration --move-at; per repetition, interleaved:
+
+- rc: the job over UCX rc_v on rxe, unmigrated;
+- rc+crx: the same job, rank 0 moved by `crx migrate` (crx-mpi-agent move,
+  --pre-copy N), its verbs objects with it;
+- tcp: the job over UCX's TCP transport, unmigrated;
+- tcp+crx: the same, rank 0 moved by `crx migrate` (what crx's method does
+  to the same rank, memory and transport as the runc way's);
+- tcp+crx-clear: the same with --insecure-plaintext on both ends (what
+  TLS costs: under TCG the guests' AES-GCM is emulated, no AES-NI);
+- tcp+runc-way: the same, rank 0 moved the runc way (crx-mpi-agent move
+  --way checkpoint: crx checkpoint --tcp-established into a tmpfs dir, the
+  dir as a tar stream over TCP, crx restore there) -- the comparison the
+  paper made against Docker. runc itself cannot checkpoint a verbs
+  process, hence TCP; the runc way's steps run with crx's runc-compatible
+  commands, so both ways use the same CRIU and plugin.
+
+Every run must give the unmigrated checksum (and no bulk errors), else the
+benchmark fails. Per migration: the report's phases (checkpoint and
+transfer are one streamed phase for crx, separate for the runc way; then
+restore), the downtime (the rank frozen: crx's own figure; the runc way:
+from the checkpoint's start to the restore's end) and the job's delay (its
+mpirun time minus the mean of the unmigrated runs over the same
+transport). Goals (issue 12): delay <= 1.2 x downtime; crx downtime <= 0.3 x
+the runc way's.
+
+  sudo tests/bench/mpi/bench_mpi.py [--reps 3] [--pre-copy 1] [--move-at 500]
+      [--json out.json] [--plot out.png]
+"""
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "vm", "mpi"))
+from mpi_bed import UCX_ENV, UCX_TCP_ENV, MpiBed, host_reference, missing  # noqa: E402
+
+JACOBI = "--n 256 --iters 2500 --check 10 --progress 250 --bulk 524288 --bulk-every 100"
+DELAY_GOAL = 1.2
+DOWNTIME_GOAL = 0.3
+WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
+        ("tcp", UCX_TCP_ENV, None), ("tcp+crx", UCX_TCP_ENV, "live"),
+        ("tcp+crx-clear", UCX_TCP_ENV, "live-clear"),
+        ("tcp+runc-way", UCX_TCP_ENV, "checkpoint"))
+BASE = {"rc+crx": "rc", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
+
+
+def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
+    """One job; rank 0 moved g0 -> g3 at move_at unless way is None.
+    Returns {"took", "report", "move_s"} and fails on a wrong result."""
+    rec = {}
+
+    def during():
+        if way:
+            rec["at"] = bed.wait_iter(tag, move_at)
+            live = way.startswith("live")
+            rc, report, err, took = bed.move("r0", 0, 3, pre_copy=pre_copy if live else 0,
+                                             way="live" if live else way,
+                                             plaintext=way == "live-clear")
+            if rc != 0:
+                raise AssertionError(f"{name}: move failed ({rc}): {err}\n{bed.logs()}")
+            rec["report"], rec["move_s"] = report, took
+
+    rc, res, took = bed.mpirun("mpi-jacobi", JACOBI, tag, during=during, ucx=ucx)
+    if rc != 0 or not res or not res["ok"] or res["checksum"] != ref["checksum"] \
+            or res["bulk"]["errors"]:
+        raise AssertionError(f"{name}: wrong result ({rc}): {res}\n"
+                             f"{bed.read(tag + '.err')[-2000:]}")
+    bed.wait_gone()
+    rec["took"] = took
+    return rec
+
+
+def phases(report):
+    """(checkpoint+transfer, restore, other frozen) seconds of a move, and
+    the seconds before the freeze (pre-copy, connect)."""
+    ph = {p["name"]: p["seconds"] for p in report.get("phases", [])}
+    down = report["downtime_seconds"]
+    if report.get("way") == "checkpoint":
+        ckpt = ph.get("checkpoint", 0) + ph.get("copy", 0)
+        return {"checkpoint+transfer": ckpt, "restore": ph.get("restore", 0),
+                "other": max(down - ckpt - ph.get("restore", 0), 0), "before": 0.0,
+                "checkpoint": ph.get("checkpoint", 0), "copy": ph.get("copy", 0)}
+    ckpt, rest = ph.get("checkpoint+transfer", 0), ph.get("restore", 0)
+    return {"checkpoint+transfer": ckpt, "restore": rest,
+            "other": max(down - ckpt - rest, 0),
+            "before": report.get("total_seconds", down) - down}
+
+
+def moved_bytes(report):
+    """What a move carried: crx's pages and images (every round), or the
+    runc way's image dir."""
+    if report.get("way") == "checkpoint":
+        return report.get("image_bytes", 0)
+    b = report.get("bytes", {})
+    return b.get("pages", 0) + b.get("images", 0)
+
+
+def mean_sd(xs):
+    xs = list(xs)
+    return (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def summarize(runs):
+    """Per migrated way: downtime, phases, delay (means and spreads)."""
+    base = {w: mean_sd(r["took"] for r in runs[w]) for w in ("rc", "tcp") if runs.get(w)}
+    rows = {}
+    for way, ref in BASE.items():
+        rs = runs.get(way)
+        if not rs or ref not in base:
+            continue
+        ph = [phases(r["report"]) for r in rs]
+        rows[way] = {
+            "unmigrated": base[ref],
+            "took": mean_sd(r["took"] for r in rs),
+            "downtime": mean_sd(r["report"]["downtime_seconds"] for r in rs),
+            "delay": mean_sd(r["took"] - base[ref][0] for r in rs),
+            "ratio": mean_sd((r["took"] - base[ref][0]) / r["report"]["downtime_seconds"]
+                             for r in rs),
+            "phases": {k: statistics.mean(p[k] for p in ph) for k in ph[0]},
+            "move": mean_sd(r["move_s"] for r in rs),
+            "mb": statistics.mean(moved_bytes(r["report"]) for r in rs) / 1e6,
+        }
+    return rows
+
+
+def table(rows):
+    out = ["| way | moved | unmigrated job | migrated job | job delay | downtime "
+           "| delay / downtime | checkpoint+transfer | restore | other frozen "
+           "| before the freeze |",
+           "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for way, r in rows.items():
+        ph = r["phases"]
+        out.append(f"| {way} | {r['mb']:.1f} MB | {r['unmigrated'][0]:.1f} ± "
+                   f"{r['unmigrated'][1]:.1f} s "
+                   f"| {r['took'][0]:.1f} ± {r['took'][1]:.1f} s "
+                   f"| {r['delay'][0]:.1f} ± {r['delay'][1]:.1f} s "
+                   f"| {r['downtime'][0]:.2f} ± {r['downtime'][1]:.2f} s "
+                   f"| {r['ratio'][0]:.2f} ± {r['ratio'][1]:.2f} "
+                   f"| {ph['checkpoint+transfer']:.2f} s | {ph['restore']:.2f} s "
+                   f"| {ph['other']:.2f} s | {ph['before']:.2f} s |")
+    out.append("")
+    if "tcp+runc-way" in rows:
+        runc = rows["tcp+runc-way"]["downtime"][0]
+        for way in ("rc+crx", "tcp+crx", "tcp+crx-clear"):
+            if way in rows:
+                out.append(f"- {way} downtime / tcp+runc-way downtime: "
+                           f"**{rows[way]['downtime'][0] / runc:.2f}** (goal <= {DOWNTIME_GOAL})")
+    for way, r in rows.items():
+        out.append(f"- {way}: job delay / downtime **{r['ratio'][0]:.2f}** (goal <= {DELAY_GOAL})")
+    return "\n".join(out)
+
+
+def plot(runs, rows, path):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5))
+    ways = list(rows)
+    bottom = [0.0] * len(ways)
+    for part, color in (("checkpoint+transfer", "tab:blue"), ("restore", "tab:orange"),
+                        ("other", "tab:grey")):
+        vals = [rows[w]["phases"][part] for w in ways]
+        left.bar(ways, vals, 0.5, bottom=bottom, label=part, color=color)
+        bottom = [b + v for b, v in zip(bottom, vals)]
+    left.errorbar(ways, [rows[w]["downtime"][0] for w in ways],
+                  yerr=[rows[w]["downtime"][1] for w in ways], fmt="kD", label="downtime (mean, sd)")
+    left.set_ylabel("seconds the rank is frozen")
+    left.set_title("migration latency of rank 0 (mean of the repetitions)")
+    left.legend(fontsize=8)
+    left.grid(axis="y", alpha=0.3)
+    for i, w in enumerate(ways):
+        xs = [r["report"]["downtime_seconds"] for r in runs[w]]
+        ref = rows[w]["unmigrated"][0]
+        ys = [r["took"] - ref for r in runs[w]]
+        right.plot(xs, ys, "o", label=w)
+    top = max(max(r["report"]["downtime_seconds"] for r in runs[w]) for w in ways) * 1.1
+    right.plot([0, top], [0, top], ":", color="grey", label="delay = downtime")
+    right.plot([0, top], [0, DELAY_GOAL * top], "--", color="grey",
+               label=f"delay = {DELAY_GOAL} x downtime")
+    right.set_xlabel("downtime, s")
+    right.set_ylabel("job delay against the unmigrated mean, s")
+    right.set_title("what the job loses, per repetition")
+    right.set_xlim(left=0)
+    right.legend(fontsize=8)
+    right.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--pre-copy", type=int, default=1)
+    ap.add_argument("--move-at", type=int, default=500)
+    ap.add_argument("--json")
+    ap.add_argument("--plot")
+    ap.add_argument("--ways", default=",".join(w for w, _, _ in WAYS),
+                    help="which runs, comma-separated (default: all)")
+    ap.add_argument("--from-json", help="only summarize and plot an earlier --json")
+    a = ap.parse_args()
+    if a.from_json:
+        with open(a.from_json) as f:
+            runs = json.load(f)
+    else:
+        why = missing()
+        if why:
+            sys.exit(f"bench_mpi: {why}")
+        ref = host_reference(JACOBI)
+        ways = [w for w in WAYS if w[0] in a.ways.split(",")]
+        if len(ways) != len(a.ways.split(",")):
+            sys.exit(f"bench_mpi: --ways: one of {a.ways!r} is none of "
+                     + ", ".join(w for w, _, _ in WAYS))
+        runs = {w: [] for w, _, _ in ways}
+        runs["args"] = {"reps": a.reps, "pre_copy": a.pre_copy, "move_at": a.move_at,
+                        "jacobi": JACOBI, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC",
+                                                                    time.gmtime())}
+        bed = MpiBed()
+        try:
+            try:
+                runs["args"]["rndv_threshold"] = bed.rndv_threshold()
+            except AssertionError as e:
+                print(f"UCX's rendezvous threshold not known: {e}", flush=True)
+            for rep in range(a.reps):
+                order = ways if rep % 2 == 0 else ways[::-1]
+                for name, ucx, way in order:
+                    tag = f"{name.replace('+', '-')}-{rep}"
+                    rec = run_one(bed, ref, name, ucx, way, tag, a.move_at, a.pre_copy)
+                    runs[name].append(rec)
+                    rep_ = rec.get("report") or {}
+                    print(f"rep {rep} {name}: job {rec['took']:.1f} s"
+                          + (f", downtime {rep_['downtime_seconds']:.2f} s, move "
+                             f"{rec['move_s']:.1f} s, phases " + json.dumps(rep_.get("phases"))
+                             if rep_ else ""), flush=True)
+                    if a.json:
+                        with open(a.json, "w") as f:
+                            json.dump(runs, f, indent=1)
+        finally:
+            bed.close()
+    rows = summarize(runs)
+    print(f"\n{runs['args']['reps']} repetitions, crx with --pre-copy {runs['args']['pre_copy']}, "
+          f"rank 0 moved at iteration {runs['args']['move_at']}; mean ± sd\n")
+    print(table(rows))
+    if a.plot:
+        plot(runs, rows, a.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

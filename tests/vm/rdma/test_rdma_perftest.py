@@ -368,6 +368,19 @@ class RdmaPerftestTest(RdmaBedCase):
     def test_1a_ib_send_bw_migrates_mid_run(self):
         self.run_migrated("ib_send_bw", 18711)
 
+    # KNOWN BUG, so off by default (CRX_VM_PERFTEST_WRITE_1D=1 runs it):
+    # about every other run the client stops after the move and busy-polls
+    # for ever. Seen 2026-11-25 (clean-clone run): g1's requester at
+    # sq-psn 9407935 in RTS, g2's restored RTR responder expecting rq-psn
+    # 9407968 (33 packets ahead, half a 64-packet WRITE), no packet on
+    # either rxe0 for 2 s and then 5 min, no error completion: nothing
+    # retransmits (no retransmit timer running, or the requester waiting
+    # on a window that no ack will open). Not understood yet; tests/vm/
+    # rdma/README.md, "Known bugs". The -b write case (both QPs in RTS)
+    # and the read and send cases pass.
+    @unittest.skipUnless(os.environ.get("CRX_VM_PERFTEST_WRITE_1D") == "1",
+                         "known hang of one-direction ib_write_bw after the move "
+                         "(CRX_VM_PERFTEST_WRITE_1D=1 runs it)")
     def test_2a_ib_write_bw_migrates_mid_run(self):
         self.run_migrated("ib_write_bw", 18712)
 

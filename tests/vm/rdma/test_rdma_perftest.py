@@ -91,6 +91,12 @@ class RdmaPerftestTest(RdmaBedCase):
 
     @classmethod
     def setUpClass(cls):
+        # Opt-in since 2026-11-25: two of its failures are not understood
+        # yet (tests/vm/rdma/README.md, "Known bugs"), and one failing case
+        # takes the guests, and so every later case, with it.
+        if os.environ.get("CRX_VM_PERFTEST") != "1":
+            raise unittest.SkipTest("opt-in (CRX_VM_PERFTEST=1): known bugs, "
+                                    "tests/vm/rdma/README.md")
         cls.ptroot = perftest_rootfs()
         super().setUpClass()
 

@@ -197,8 +197,11 @@ Acceptance CriuDestination::accept(const Manifest& m) {
                 " does not exist on the destination; migrate with --send-rootfs");
   } else {
     a.need_rootfs = true;
-    if (!m.config_json.empty())
-      config = spec::parse_spec(nlohmann::json::parse(m.config_json), "the manifest's config.json");
+    if (!m.config_json.empty()) {
+      auto j = nlohmann::json::parse(m.config_json, nullptr, false);
+      if (j.is_discarded()) throw Error("the manifest's config.json is not JSON", Cause::Invalid);
+      config = spec::parse_spec(j, "the manifest's config.json");
+    }
   }
   if (config) {
     auto exists = [](const std::string& p) { return path_exists(p); };

@@ -227,6 +227,16 @@ bool ImageSink::handle(const Frame& f) {
       std::string name = r.name();
       uint64_t offset = r.u(8);
       std::string_view data = r.in;
+      // The sender writes each file front to back: data anywhere else
+      // (a hole, a rewrite) is refused, so the limit below counts every
+      // byte the file can take on disk.
+      auto next = next_offset_.find(name);
+      uint64_t expected = (offset == 0 || next == next_offset_.end()) ? 0 : next->second;
+      if (offset != expected) {
+        throw Error("image " + name + ": data at offset " + std::to_string(offset) +
+                        ", expected " + std::to_string(expected) + " (images are sent in order)",
+                    Cause::Invalid);
+      }
       if (bytes_ + data.size() > max_bytes_) {
         throw Error("images exceed the receiver's limit of " + std::to_string(max_bytes_) +
                     " bytes");
@@ -237,6 +247,7 @@ bool ImageSink::handle(const Frame& f) {
       if (!fd) throw_errno("open image " + path);
       write_all_at(fd.get(), data, offset, path);
       bytes_ += data.size();
+      next_offset_[name] = offset + data.size();
       return true;
     }
     case FrameType::ImageClose: {

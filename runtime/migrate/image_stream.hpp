@@ -76,6 +76,8 @@ class ImageSink {
   uint64_t max_bytes_;
   uint64_t bytes_ = 0;
   int files_closed_ = 0;
+  // Where each file's next ImageData must start.
+  std::map<std::string, uint64_t> next_offset_;
 };
 
 // Wire encoding, exposed for tests.

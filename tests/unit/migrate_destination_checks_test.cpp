@@ -4,7 +4,9 @@
 #include <set>
 
 #include "common/error.hpp"
+#include "migrate/criu_sides.hpp"
 #include "migrate/destination_checks.hpp"
+#include "migrate/protocol.hpp"
 
 namespace {
 
@@ -66,6 +68,27 @@ TEST(DestinationChecks, MissingDevicesAreNamed) {
   EXPECT_EQ(missing, (std::vector<std::string>{
                          "device /dev/infiniband/uverbs0 (char 231:192) does not exist on the "
                          "destination"}));
+}
+
+TEST(DestinationChecks, ManifestConfigThatIsNotJsonIsRefusedAsInvalid) {
+  // --send-rootfs to a host without the bundle: the receiver checks the
+  // config.json that came in the manifest. Malformed, it is the sender's
+  // input that is wrong, in one line, not a library's parse message.
+  crx::container::GlobalOptions g;
+  g.root = "/nonexistent-crx-root";
+  CriuDestination dst(g);
+  Manifest m;
+  m.id = "c1";
+  m.bundle = "/nonexistent-crx-bundle";
+  m.send_rootfs = true;
+  m.config_json = "{\"ociVersion\": ";
+  try {
+    dst.accept(m);
+    FAIL() << "accepted";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(e.cause(), crx::Cause::Invalid) << e.what();
+    EXPECT_STREQ(e.what(), "the manifest's config.json is not JSON");
+  }
 }
 
 }  // namespace

@@ -376,6 +376,30 @@ TEST(MigrateProtocol, ImageNamesThatEscapeTheImagesDirAreRefused) {
   crx::remove_tree(root);
 }
 
+TEST(MigrateProtocol, ImageDataOutOfOrderIsRefused) {
+  // A sparse file would take disk the receiver's limit does not count: data
+  // must continue where the file's previous data ended.
+  std::string root = temp_dir();
+  ImageSink sink(root, 1 << 20);
+  EXPECT_TRUE(sink.handle({FrameType::ImageData, encode_image_data("1/x", 0, "abcd")}));
+  EXPECT_TRUE(sink.handle({FrameType::ImageData, encode_image_data("1/x", 4, "efgh")}));
+  for (uint64_t at : {uint64_t{4}, uint64_t{9}, uint64_t{1} << 40}) {
+    try {
+      sink.handle({FrameType::ImageData, encode_image_data("1/x", at, "z")});
+      ADD_FAILURE() << "accepted data at " << at;
+    } catch (const crx::Error& e) {
+      EXPECT_EQ(e.cause(), crx::Cause::Invalid) << e.what();
+      EXPECT_NE(std::string(e.what()).find("expected 8"), std::string::npos) << e.what();
+    }
+  }
+  // a new file starts at 0, not elsewhere
+  EXPECT_THROW(sink.handle({FrameType::ImageData, encode_image_data("1/y", 4096, "z")}),
+               crx::Error);
+  EXPECT_TRUE(sink.handle({FrameType::ImageClose, encode_image_close("1/x", 8)}));
+  EXPECT_EQ(sink.bytes(), 8u);
+  crx::remove_tree(root);
+}
+
 TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   // A receiver that restores, gets the commit and vanishes before answering:
   // the sender cannot know whether the destination runs the container, so it

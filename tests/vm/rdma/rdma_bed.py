@@ -26,7 +26,7 @@ MPORT = 7070
 # How the receivers wait: crx-verbs-seq's default, sleeping on a completion
 # channel (what most verbs applications do; the restore must carry the
 # channel, the CQ's armed state and ib_uverbs' event counts, rxe-patches
-# 0012/0016). Cases that want the other way pass --busy-poll themselves.
+# 0013/0017). Cases that want the other way pass --busy-poll themselves.
 RECV_MODE = os.environ.get("CRX_VM_RDMA_RECV_MODE", "")
 # Per-node ranges (rdma_rxe module parameters), disjoint.
 RANGES = [(0x1000, 0x1fff), (0x2000, 0x2fff), (0x3000, 0x3fff)]

@@ -370,7 +370,7 @@ class RdmaPerftestTest(RdmaBedCase):
     # perftest's default, one direction: the server's QP only responds and
     # perftest leaves it in RTR (with -b it is RTS). Its responder state is
     # restored and its resume message un-pauses the client (rxe-patches
-    # 0010); before, the client waited for ever for its old partner.
+    # 0011); before, the client waited for ever for its old partner.
     def test_1a_ib_send_bw_migrates_mid_run(self):
         self.run_migrated("ib_send_bw", 18711)
 
@@ -400,7 +400,7 @@ class RdmaPerftestTest(RdmaBedCase):
     # An RDMA WRITE of 64 KiB is 64 packets and the dump stops the server's
     # QP between two of them: the client's retransmission resumes with a
     # MIDDLE packet (no RETH), which needs the rkey, address and length left
-    # that the dump carried (rxe-patches 0007/0010); before, rkey 0 was put
+    # that the dump carried (rxe-patches 0008/0011); before, rkey 0 was put
     # back and both ends failed with a remote access error right after the
     # move.
     def test_2b_ib_write_bw_both_directions_migrates_mid_run(self):

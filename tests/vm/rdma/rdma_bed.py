@@ -26,7 +26,7 @@ MPORT = 7070
 # How the receivers wait: crx-verbs-seq's default, sleeping on a completion
 # channel (what most verbs applications do; the restore must carry the
 # channel, the CQ's armed state and ib_uverbs' event counts, rxe-patches
-# 0013/0017). Cases that want the other way pass --busy-poll themselves.
+# 0012/0016). Cases that want the other way pass --busy-poll themselves.
 RECV_MODE = os.environ.get("CRX_VM_RDMA_RECV_MODE", "")
 # Per-node ranges (rdma_rxe module parameters), disjoint.
 RANGES = [(0x1000, 0x1fff), (0x2000, 0x2fff), (0x3000, 0x3fff)]
@@ -204,7 +204,8 @@ class RdmaBedCase(VmTestCase):
         """The receiver's (rc, out, err). One that has not finished within
         `timeout` fails the case with what it and CRIU were doing on g<k>
         (the test bed kills a guest whose command overstays, so this is
-        the last chance to look). When the sender failed (sender_rc), maybe
+        the last chance to look; `sender` says what the sender did, a
+        string or a callable called only then). When the sender failed (sender_rc), maybe
         before it connected, a receiver still listening a minute later is
         killed instead (its rc then says so): the guest stays up for the
         cases after this one."""
@@ -222,6 +223,8 @@ class RdmaBedCase(VmTestCase):
                                    "echo '--' qps; rdma resource show qp; "
                                    "echo '--' dmesg; dmesg | tail -n 40", timeout=120)[1]
             self.tb.kill_guest(k)
+            if callable(sender):
+                sender = sender()
             self.fail(f"g{k}: crx receive did not finish within {timeout} s\n"
                       f"sender: {sender}\n{stuck}")
         return self.tb.wait(rh)

@@ -64,7 +64,7 @@ class RdmaMigrateTest(RdmaBedCase):
         # (as UCX's async thread does): CRIU gives every restored thread its
         # own struct cred and ib_uverbs refuses write() (the CQ's notify)
         # from a thread whose cred is not the file's, unless the plugin has
-        # the threads share one (rxe-patches 0016, ADOPT_CRED's THREADS).
+        # the threads share one (rxe-patches 0015, ADOPT_CRED's THREADS).
         cid, count = "seq2", 3000
         sender = self.start_pair(cid, 18602, count, 100, recv_args="--worker-thread")
         n = self.wait_progress(cid, 200)
@@ -256,7 +256,7 @@ class RdmaMigrateTest(RdmaBedCase):
     def rxe_counters(self, k):
         return self.sh(self.tb, k, "rdma statistic show link rxe0/1").strip()
 
-    # Seen failing twice on 2026-11-24 (before rxe-patches 0006 refilled a
+    # Seen failing twice on 2026-11-24 (before rxe-patches 0005 refilled a
     # resumed partner's retry counts, with the stop right after the freeze
     # new): the sender's 16-message window stayed outstanding after the
     # move, g2 answering with RNR NAKs. Not reproduced since in 10 runs
@@ -330,7 +330,7 @@ class RdmaMigrateTest(RdmaBedCase):
     # receiver reposts nothing and rxe answers the partner with RNR NAKs.
     # Before rxe-patches 0002 the partner's transport timer kept running
     # through the RNR backoff and used up retry_cnt ("transport retry
-    # counter exceeded" after a 1.2 s stall); before 0006 refilled the
+    # counter exceeded" after a 1.2 s stall); before 0005 refilled the
     # counts on resume, what the partner had spent there was missing
     # after the move. The partner keeps rnr_retry 7 (as UCX and perftest
     # do): with one RNR retry it failed 1 run in 6, when the restored

@@ -280,7 +280,7 @@ void TlsSession::hand_to_kernel() {
   }
   if (BIO_get_ktls_send(SSL_get_wbio(ssl_)) != 1) {
     std::string why;
-    if (!kernel_tls_available(&why)) why = "the kernel refused the page channel's sending key";
+    if (kernel_tls_available(&why)) why = "the kernel refused the page channel's sending key";
     throw Error("page channel: no kernel TLS: " + why +
                     "; load it, or pass --insecure-plaintext to both crx migrate and crx receive",
                 Cause::Unsupported);

@@ -100,6 +100,30 @@ TEST(MigrateTls, HandshakeCarriesChannelAndSessionAndFramesTravelEncrypted) {
   EXPECT_EQ(l.client->receive().type, FrameType::Accept);
 }
 
+// The page channel's switch to kernel TLS names what is missing: the
+// module (here, or on any host without it) or, where the kernel has TLS,
+// that it refused the key (a unix socket cannot take it).
+TEST(MigrateTls, PageChannelWithoutKernelTlsNamesWhy) {
+  Link l;
+  Result r = handshake(l, key(), kTls, key(), kTls, "pages");
+  ASSERT_EQ(r.client, "ok");
+  std::string why;
+  bool available = crx::migrate::kernel_tls_available(&why);
+  try {
+    l.client->release_fd();
+    FAIL() << "a unix socket took kernel TLS";
+  } catch (const crx::Error& e) {
+    std::string what = e.what();
+    EXPECT_EQ(e.cause(), crx::Cause::Unsupported) << what;
+    if (available) {
+      EXPECT_NE(what.find("refused the page channel's sending key"), std::string::npos) << what;
+    } else {
+      ASSERT_FALSE(why.empty());
+      EXPECT_NE(what.find(why), std::string::npos) << what;
+    }
+  }
+}
+
 // OpenSSL writes with write(2): a peer gone must be an error, not a
 // SIGPIPE that kills crx without a word (this binary would die here).
 TEST(MigrateTls, SendingToAGonePeerIsAnErrorNotASignal) {

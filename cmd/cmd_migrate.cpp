@@ -56,15 +56,14 @@ void register_migrate(Cli& cli) {
       auto cfg = a->load();
       if (a->pre_copy >= 0) cfg.pre_copy.max_rounds = a->pre_copy;
       if (a->min_shrink >= 0) cfg.pre_copy.min_shrink_percent = a->min_shrink;
-      auto key = migrate::SharedKey::from_file(cfg.key_file);
+      const auto auth = MigrateConfigArgs::auth(cfg);
 
       // Read the state, then let go of the container's lock: the migration
       // takes a while and `crx state` must keep working meanwhile.
       state::ContainerState st = state::StateDir::open(cli.global.root, a->id).load();
       migrate::SenderOptions o;
       o.to = migrate::parse_host_port(a->to);
-      o.key = &key;
-      o.wire = cfg.insecure_plaintext ? migrate::WireSecurity::Plaintext : migrate::WireSecurity::Tls;
+      auth.apply(o);
       auto criu_flags = a->criu.to_flags();
       o.manifest = migrate::source_manifest(a->id, st.bundle, criu_flags, a->send_rootfs,
                                             migrate::host_versions());

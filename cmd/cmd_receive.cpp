@@ -59,12 +59,15 @@ void register_receive(Cli& cli) {
     cli.action = [&cli, a] {
       auto cfg = a->load();
       if (!a->listen.empty()) cfg.listen = a->listen;
-      auto key = migrate::SharedKey::from_file(cfg.key_file);
-      auto wire = cfg.insecure_plaintext ? migrate::WireSecurity::Plaintext : migrate::WireSecurity::Tls;
+      const auto auth = MigrateConfigArgs::auth(cfg);
+      const auto wire = auth.wire;
       std::string why;
-      if (wire == migrate::WireSecurity::Tls && !migrate::kernel_tls_available(&why)) {
+      if (wire != migrate::WireSecurity::Plaintext && !migrate::kernel_tls_available(&why)) {
         throw Error("cannot encrypt page channels: " + why +
-                        "; load it, or pass --insecure-plaintext to both crx receive and crx migrate",
+                        (wire == migrate::WireSecurity::TlsCert
+                             ? "; load it (certificates need TLS)"
+                             : "; load it, or pass --insecure-plaintext to both crx receive and "
+                               "crx migrate"),
                     Cause::Unsupported);
       }
       migrate::RamDir ram(cfg.image_dir);
@@ -74,11 +77,11 @@ void register_receive(Cli& cli) {
         log::warn("receive: " + line);
       migrate::TcpListener listener(migrate::parse_host_port(cfg.listen));
       std::fprintf(stderr, "crx receive: listening on %s (%s)\n", cfg.listen.c_str(),
-                   wire == migrate::WireSecurity::Tls ? "TLS"
-                                                      : "clear text, --insecure-plaintext");
+                   wire == migrate::WireSecurity::Tls       ? "TLS, shared key"
+                   : wire == migrate::WireSecurity::TlsCert ? "TLS, certificates"
+                                                            : "clear text, --insecure-plaintext");
       migrate::ReceiverOptions o;
-      o.key = &key;
-      o.wire = wire;
+      auth.apply(o);
       o.image_root = ram.path();
       o.timeout = std::chrono::seconds(cfg.timeout_seconds);
       o.commit_timeout = std::chrono::seconds(cfg.timeout_seconds);

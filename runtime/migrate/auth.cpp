@@ -81,7 +81,30 @@ class HandshakeLimit {
   size_t saved_;
 };
 
-std::string mismatch_for_server(WireSecurity mine, const std::string& peer) {
+// How an end authenticates, in a refusal.
+const char* wire_words(WireSecurity w) {
+  switch (w) {
+    case WireSecurity::Tls: return "the shared key (--key)";
+    case WireSecurity::TlsCert: return "certificates (--tls-cert)";
+    case WireSecurity::Plaintext: break;
+  }
+  return "clear text (--insecure-plaintext)";
+}
+
+std::string cert_remedy(WireSecurity a, WireSecurity b) {
+  if (a == WireSecurity::Plaintext || b == WireSecurity::Plaintext) {
+    return "use certificates (--tls-cert, --tls-key, --tls-ca) on both crx migrate and crx "
+           "receive, or --insecure-plaintext on both";
+  }
+  return "configure --tls-cert, --tls-key and --tls-ca on both crx migrate and crx receive, or on "
+         "neither";
+}
+
+std::string mismatch_for_server(WireSecurity mine, WireSecurity theirs, const std::string& peer) {
+  if (mine == WireSecurity::TlsCert || theirs == WireSecurity::TlsCert) {
+    return "the sender at " + peer + " authenticates with " + wire_words(theirs) +
+           " but this receiver requires " + wire_words(mine) + "; " + cert_remedy(mine, theirs);
+  }
   if (mine == WireSecurity::Tls) {
     return "the sender at " + peer +
            " sends in clear text (--insecure-plaintext) but this receiver requires TLS; "
@@ -92,7 +115,12 @@ std::string mismatch_for_server(WireSecurity mine, const std::string& peer) {
          "--insecure-plaintext to both crx migrate and crx receive, or to neither";
 }
 
-std::string mismatch_for_client(WireSecurity server) {
+std::string mismatch_for_client(WireSecurity server, WireSecurity client) {
+  if (server == WireSecurity::TlsCert || client == WireSecurity::TlsCert) {
+    return std::string("this receiver requires ") + wire_words(server) +
+           " but the sender authenticates with " + wire_words(client) + "; " +
+           cert_remedy(server, client);
+  }
   if (server == WireSecurity::Tls) {
     return "this receiver requires TLS but the sender runs with --insecure-plaintext; pass "
            "--insecure-plaintext to both crx migrate and crx receive, or to neither";
@@ -106,32 +134,55 @@ std::string identity_of(std::string_view channel, std::string_view session) {
          std::string(session);
 }
 
+std::unique_ptr<TlsSession> make_session(TlsSession::Role role, const Credentials& c,
+                                         const FrameConn& conn, bool kernel) {
+  if (c.wire == WireSecurity::TlsCert)
+    return std::make_unique<TlsSession>(role, *c.cert, conn.fd(), conn.peer(), kernel);
+  return std::make_unique<TlsSession>(role, *c.key, conn.fd(), conn.peer(), kernel);
+}
+
 // TLS from here on; the server learns channel and session from the PSK
-// identity, which the handshake authenticated.
-AuthPeer tls_as_server(FrameConn& conn, const SharedKey& key, const AuthPeer& hello) {
+// identity or the ALPN protocol, which the handshake authenticated.
+AuthPeer tls_as_server(FrameConn& conn, const Credentials& c, const AuthPeer& hello) {
   conn.send(FrameType::StartTls);
-  auto tls = std::make_unique<TlsSession>(TlsSession::Role::Server, key, conn.fd(), conn.peer(),
-                                          hello.channel == "pages");
-  conn.start_tls(std::move(tls));
+  conn.start_tls(make_session(TlsSession::Role::Server, c, conn, hello.channel == "pages"));
   const std::string& id = conn.tls()->identity();
-  size_t sp = id.find(' ', std::string(TlsSession::kIdentityPrefix).size() + 1);
+  const size_t prefix = std::string(TlsSession::kIdentityPrefix).size() + 1;
+  size_t sp = id.size() > prefix ? id.find(' ', prefix) : std::string::npos;
   AuthPeer peer;
   if (sp != std::string::npos) {
-    peer.channel = id.substr(std::string(TlsSession::kIdentityPrefix).size() + 1,
-                             sp - std::string(TlsSession::kIdentityPrefix).size() - 1);
+    peer.channel = id.substr(prefix, sp - prefix);
     peer.session = id.substr(sp + 1);
   }
   if (peer.channel != hello.channel || peer.session != hello.session) {
     throw Error("the TLS identity of " + conn.peer() + " does not match its hello",
                 Cause::Permission);
   }
+  // The client's certificate has been checked only now (TLS 1.3): say so
+  // on the control connection before it sends the manifest. Not on the
+  // page channel, whose first record after the handshake is CRIU's.
+  if (c.wire == WireSecurity::TlsCert && peer.channel == "control") conn.send(FrameType::AuthOk);
   return peer;
+}
+
+void check_credentials(const Credentials& c) {
+  if (c.wire == WireSecurity::TlsCert ? !c.cert : !c.key) {
+    throw Error(std::string("migration: no ") +
+                    (c.wire == WireSecurity::TlsCert ? "certificates" : "key") + " for " +
+                    wire_security_name(c.wire),
+                Cause::Invalid);
+  }
 }
 
 }  // namespace
 
 const char* wire_security_name(WireSecurity w) {
-  return w == WireSecurity::Tls ? "tls" : "plaintext";
+  switch (w) {
+    case WireSecurity::Tls: return "tls";
+    case WireSecurity::TlsCert: return "tls-cert";
+    case WireSecurity::Plaintext: break;
+  }
+  return "plaintext";
 }
 
 std::string SharedKey::tls_psk() const {
@@ -161,30 +212,41 @@ std::string random_hex(size_t bytes) {
   return to_hex(raw);
 }
 
-SharedKey SharedKey::from_file(const std::string& path) {
+std::string read_owner_only_file(const std::string& path, const std::string& what) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
-  if (!fd) throw_errno("open key file " + path);
+  if (!fd) throw_errno("open " + what + " " + path);
   struct stat st{};
-  if (::fstat(fd.get(), &st) != 0) throw_errno("stat key file " + path);
-  if (!S_ISREG(st.st_mode)) throw Error("key file " + path + " is not a regular file");
+  if (::fstat(fd.get(), &st) != 0) throw_errno("stat " + what + " " + path);
+  if (!S_ISREG(st.st_mode)) throw Error(what + " " + path + " is not a regular file", Cause::Invalid);
   if (st.st_mode & 077) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
-    throw Error("key file " + path + " has mode " + mode +
-                "; it must be readable by its owner only (chmod 600 " + path + ")");
+    throw Error(what + " " + path + " has mode " + mode +
+                    "; it must be readable by its owner only (chmod 600 " + path + ")",
+                Cause::Permission);
   }
   std::string bytes;
   char buf[4096];
   ssize_t n;
   while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) bytes.append(buf, static_cast<size_t>(n));
-  if (n < 0) throw_errno("read key file " + path);
-  while (!bytes.empty() && std::isspace(static_cast<unsigned char>(bytes.back()))) bytes.pop_back();
+  int err = errno;
+  OPENSSL_cleanse(buf, sizeof buf);
+  if (n < 0) throw_errno("read " + what + " " + path, err);
+  return bytes;
+}
+
+SharedKey SharedKey::from_file(const std::string& path) {
+  std::string bytes = read_owner_only_file(path, "key file");
+  // Trailing whitespace (a newline from echo or an editor) is not key.
+  bytes.erase(bytes.find_last_not_of(" \t\n\v\f\r") + 1);
   if (bytes.size() < kMinKeyBytes) {
     throw Error("key file " + path + " holds " + std::to_string(bytes.size()) +
                 " bytes; at least " + std::to_string(kMinKeyBytes) +
                 " are needed (e.g. head -c 32 /dev/urandom | base64 > " + path + ")");
   }
-  return from_bytes(std::move(bytes));
+  SharedKey key = from_bytes(bytes);
+  OPENSSL_cleanse(bytes.data(), bytes.size());
+  return key;
 }
 
 SharedKey SharedKey::from_bytes(std::string bytes) {
@@ -204,6 +266,12 @@ std::string SharedKey::hmac(std::string_view data) const {
 }
 
 AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key, WireSecurity wire) {
+  return authenticate_as_server(conn, Credentials{wire, &key, nullptr});
+}
+
+AuthPeer authenticate_as_server(FrameConn& conn, const Credentials& creds) {
+  check_credentials(creds);
+  const WireSecurity wire = creds.wire;
   HandshakeLimit limit(conn);
   AuthPeer peer;
   std::string nonce_c, nonce_s;
@@ -221,16 +289,18 @@ AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key, WireSecur
     }
     // A Hello without "security" comes from a crx that knew only clear text.
     auto sec = j.find("security");
-    if (sec != j.end() && (!sec->is_string() || (*sec != "tls" && *sec != "plaintext")))
+    if (sec != j.end() &&
+        (!sec->is_string() || (*sec != "tls" && *sec != "plaintext" && *sec != "tls-cert")))
       throw Error("handshake names an unknown wire security");
     if (sec != j.end() && *sec == "tls") theirs = WireSecurity::Tls;
+    if (sec != j.end() && *sec == "tls-cert") theirs = WireSecurity::TlsCert;
     if (theirs != wire) {
-      conn.send_error_quietly(mismatch_for_client(wire));
-      throw Error(mismatch_for_server(wire, conn.peer()), Cause::Invalid);
+      conn.send_error_quietly(mismatch_for_client(wire, theirs));
+      throw Error(mismatch_for_server(wire, theirs, conn.peer()), Cause::Invalid);
     }
     peer.channel = field(j, "channel");
     peer.session = field(j, "session");
-    if (wire == WireSecurity::Tls) return tls_as_server(conn, key, peer);
+    if (wire != WireSecurity::Plaintext) return tls_as_server(conn, creds, peer);
     nonce_c = from_hex(field(j, "nonce"));
     if (nonce_c.size() != kNonceBytes) throw Error("handshake nonce has the wrong size");
   } catch (const Error& e) {
@@ -239,6 +309,7 @@ AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key, WireSecur
   }
   nonce_s = random_hex(kNonceBytes);
   nonce_s = from_hex(nonce_s);
+  const SharedKey& key = *creds.key;
   nlohmann::json challenge = {{"nonce", to_hex(nonce_s)},
                               {"proof", to_hex(proof(key, "server", peer, nonce_c, nonce_s))}};
   conn.send(FrameType::Challenge, challenge.dump());
@@ -262,6 +333,13 @@ AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key, WireSecur
 
 void authenticate_as_client(FrameConn& conn, const SharedKey& key, std::string_view channel,
                             std::string_view session, WireSecurity wire) {
+  authenticate_as_client(conn, Credentials{wire, &key, nullptr}, channel, session);
+}
+
+void authenticate_as_client(FrameConn& conn, const Credentials& creds, std::string_view channel,
+                            std::string_view session) {
+  check_credentials(creds);
+  const WireSecurity wire = creds.wire;
   HandshakeLimit limit(conn);
   AuthPeer me{std::string(channel), std::string(session)};
   std::string nonce_c = from_hex(random_hex(kNonceBytes));
@@ -271,14 +349,17 @@ void authenticate_as_client(FrameConn& conn, const SharedKey& key, std::string_v
                           {"security", wire_security_name(wire)}};
   if (wire == WireSecurity::Plaintext) hello["nonce"] = to_hex(nonce_c);
   conn.send(FrameType::Hello, hello.dump());
-  if (wire == WireSecurity::Tls) {
+  if (wire != WireSecurity::Plaintext) {
     conn.expect(FrameType::StartTls);
-    auto tls = std::make_unique<TlsSession>(TlsSession::Role::Client, key, conn.fd(), conn.peer(),
-                                            me.channel == "pages");
+    auto tls = make_session(TlsSession::Role::Client, creds, conn, me.channel == "pages");
     tls->set_identity(identity_of(me.channel, me.session));
     conn.start_tls(std::move(tls));
+    // The receiver's word that it took our certificate (see auth.hpp); a
+    // refusal arrives here as its TLS alert, said by TlsSession.
+    if (wire == WireSecurity::TlsCert && me.channel == "control") conn.expect(FrameType::AuthOk);
     return;
   }
+  const SharedKey& key = *creds.key;
   Frame ch = conn.expect(FrameType::Challenge);
   auto j = parse(ch, conn);
   std::string nonce_s = from_hex(field(j, "nonce"));

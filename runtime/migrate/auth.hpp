@@ -17,6 +17,23 @@
 // Every later frame is inside TLS: a flipped, dropped, replayed or
 // injected byte fails the record's AES-GCM tag and ends the connection.
 //
+// TLS with certificates (--tls-cert/--tls-key/--tls-ca, cert_credentials.hpp)
+// instead of the key: both ends present a certificate and verify the
+// other's chain. Channel and session travel as the client's ALPN protocol
+// "crx-migrate-v1 <channel> <session>", which the server echoes: it is in
+// the transcript that the client's CertificateVerify signs and both
+// Finished messages cover, so as with the PSK identity a relay cannot move
+// a connection to another channel or migration. In TLS 1.3 the server
+// checks the client's certificate after the client has finished, so on
+// the control connection the server confirms with AuthOk (inside TLS)
+// before the client goes on: a refused sender learns it before it sends
+// the manifest.
+//
+//   client -> Hello     {version, channel, session, security: "tls-cert"}
+//   server -> StartTls
+//   TLS 1.3 handshake, certificates both ways, ALPN as above
+//   server -> AuthOk    (control connection only; inside TLS)
+//
 // Clear text (--insecure-plaintext on both ends): the HMAC-SHA256
 // challenge-response below, then frames with a CRC only:
 //
@@ -36,6 +53,14 @@
 
 namespace crx::migrate {
 
+class CertCredentials;
+
+// Reads a secret file: a regular file (not followed through a symlink)
+// with no group/other access (0600 or 0400), else Error naming `what`
+// and the path ("key file /etc/crx/migrate.key has mode 0644; ...",
+// Cause::Permission for the mode).
+std::string read_owner_only_file(const std::string& path, const std::string& what);
+
 class SharedKey {
  public:
   // Reads a key file: must be a regular file with no group/other access
@@ -54,9 +79,19 @@ class SharedKey {
   std::string bytes_;
 };
 
-enum class WireSecurity { Tls, Plaintext };
-// "tls" / "plaintext", as the Hello says it.
+// Tls: TLS 1.3 keyed by the shared key (PSK); TlsCert: TLS 1.3 with X.509
+// certificates on both ends; Plaintext: --insecure-plaintext.
+enum class WireSecurity { Tls, Plaintext, TlsCert };
+// "tls" / "plaintext" / "tls-cert", as the Hello says it.
 const char* wire_security_name(WireSecurity w);
+
+// What this end proves itself with: the key for Tls and Plaintext, the
+// certificates for TlsCert.
+struct Credentials {
+  WireSecurity wire = WireSecurity::Tls;
+  const SharedKey* key = nullptr;
+  const CertCredentials* cert = nullptr;
+};
 
 struct AuthPeer {
   std::string channel;  // "control" or "pages"
@@ -72,11 +107,17 @@ struct AuthPeer {
 // the default here is the clear-text handshake the fuzz target drives.
 AuthPeer authenticate_as_server(FrameConn& conn, const SharedKey& key,
                                 WireSecurity wire = WireSecurity::Plaintext);
+void authenticate_as_client(FrameConn& conn, const Credentials& creds, std::string_view channel,
+                            std::string_view session);
+// Either; throws Error when the credentials for `creds.wire` are missing.
+AuthPeer authenticate_as_server(FrameConn& conn, const Credentials& creds);
 // Sender side. Throws Error when the receiver does not prove the key,
 // refuses ours or wants the other wire security.
 void authenticate_as_client(FrameConn& conn, const SharedKey& key, std::string_view channel,
                             std::string_view session,
                             WireSecurity wire = WireSecurity::Plaintext);
+void authenticate_as_client(FrameConn& conn, const Credentials& creds, std::string_view channel,
+                            std::string_view session);
 
 std::string random_hex(size_t bytes);
 std::string to_hex(std::string_view bytes);

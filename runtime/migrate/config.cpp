@@ -43,7 +43,8 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   YAML::Node m = root["migration"];
   if (!m || m.IsNull()) return c;
   check_keys(m, origin, "migration",
-             {"listen", "key_file", "image_dir", "timeout_seconds", "insecure_plaintext", "pre_copy"});
+             {"listen", "key_file", "image_dir", "timeout_seconds", "insecure_plaintext", "pre_copy",
+              "tls_cert_file", "tls_key_file", "tls_ca_file", "tls_peer_name"});
   if (m["listen"]) c.listen = get<std::string>(m["listen"], origin, "listen");
   if (m["key_file"]) c.key_file = get<std::string>(m["key_file"], origin, "key_file");
   if (m["image_dir"]) c.image_dir = get<std::string>(m["image_dir"], origin, "image_dir");
@@ -54,6 +55,12 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   }
   if (m["insecure_plaintext"])
     c.insecure_plaintext = get<bool>(m["insecure_plaintext"], origin, "insecure_plaintext");
+  for (auto [key, field] : {std::pair{"tls_cert_file", &c.tls_cert_file},
+                            std::pair{"tls_key_file", &c.tls_key_file},
+                            std::pair{"tls_ca_file", &c.tls_ca_file},
+                            std::pair{"tls_peer_name", &c.tls_peer_name}}) {
+    if (m[key]) *field = get<std::string>(m[key], origin, key);
+  }
   if (YAML::Node p = m["pre_copy"]; p && !p.IsNull()) {
     check_keys(p, origin, "migration.pre_copy", {"max_rounds", "min_shrink_percent"});
     if (p["max_rounds"]) {
@@ -71,6 +78,33 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   if (c.image_dir.empty() || c.image_dir[0] != '/')
     throw Error(origin + ": migration.image_dir must be an absolute path");
   return c;
+}
+
+void check_migrate_auth(const MigrateConfig& c) {
+  if (!c.uses_certificates()) {
+    if (!c.tls_peer_name.empty()) {
+      throw Error("--tls-peer-name (migration.tls_peer_name) needs certificates: --tls-cert, "
+                  "--tls-key and --tls-ca",
+                  Cause::Invalid);
+    }
+    return;
+  }
+  std::string missing;
+  for (auto [value, flag] : {std::pair{&c.tls_cert_file, "--tls-cert (migration.tls_cert_file)"},
+                             std::pair{&c.tls_key_file, "--tls-key (migration.tls_key_file)"},
+                             std::pair{&c.tls_ca_file, "--tls-ca (migration.tls_ca_file)"}}) {
+    if (value->empty()) missing += missing.empty() ? flag : std::string(" and ") + flag;
+  }
+  if (!missing.empty()) {
+    throw Error("certificates need --tls-cert, --tls-key and --tls-ca together: " + missing +
+                    " missing",
+                Cause::Invalid);
+  }
+  if (c.insecure_plaintext) {
+    throw Error("--insecure-plaintext and certificates (--tls-cert) exclude each other: clear text "
+                "proves only the shared key",
+                Cause::Invalid);
+  }
 }
 
 MigrateConfig load_migrate_config(const std::string& path, bool required) {

@@ -7,6 +7,11 @@
 //     timeout_seconds: 60           # per network step
 //     insecure_plaintext: false     # true: no TLS (--insecure-plaintext);
 //                                   # both ends must agree
+//     tls_cert_file: /etc/crx/migrate.crt  # certificates instead of the key
+//     tls_key_file: /etc/crx/migrate.pem   # (--tls-cert, --tls-key 0600,
+//     tls_ca_file: /etc/crx/migrate-ca.crt # --tls-ca; all three or none;
+//     tls_peer_name: ""                    # --tls-peer-name; see
+//                                          # cert_credentials.hpp)
 //     pre_copy:
 //       max_rounds: 0               # crx migrate --pre-copy N
 //       min_shrink_percent: 20      # stop when a round shrinks less
@@ -30,8 +35,21 @@ struct MigrateConfig {
   std::string image_dir = "/run/crx/migrate";
   int timeout_seconds = 60;
   bool insecure_plaintext = false;
+  // X.509 instead of the shared key (cert_credentials.hpp): all three
+  // files, or none. peer_name is optional.
+  std::string tls_cert_file, tls_key_file, tls_ca_file, tls_peer_name;
   PreCopyPolicy pre_copy;
+
+  bool uses_certificates() const {
+    return !tls_cert_file.empty() || !tls_key_file.empty() || !tls_ca_file.empty();
+  }
 };
+
+// The authentication the settings ask for is complete and not
+// contradictory: the three certificate settings together, not with
+// --insecure-plaintext; a peer name only with certificates. Throws Error
+// (Cause::Invalid) naming the flags and config keys.
+void check_migrate_auth(const MigrateConfig& c);
 
 inline constexpr const char* kDefaultConfigPath = "/etc/crx/config.yaml";
 

@@ -59,7 +59,7 @@ class Receiver {
   MigrationReport run() {
     try {
       clock_.begin("authenticate");
-      AuthPeer who = authenticate_as_server(conn_, *o_.key, o_.wire);
+      AuthPeer who = authenticate_as_server(conn_, Credentials{o_.wire, o_.key, o_.cert});
       rep_.security = wire_security_name(o_.wire);
       if (who.channel != "control") throw Error("expected a control connection, got " + who.channel);
       session_ = who.session;
@@ -187,13 +187,14 @@ class Receiver {
     FrameConn pc(std::move(fd), "page channel " + peer);
     pc.set_timeout(o_.timeout);
     detect_dead_peer(pc.fd(), o_.timeout);
-    AuthPeer who = authenticate_as_server(pc, *o_.key, o_.wire);
+    AuthPeer who = authenticate_as_server(pc, Credentials{o_.wire, o_.key, o_.cert});
     if (who.channel != "pages" || who.session != session_) {
       pc.send_error_quietly("busy: another migration is in progress");
       throw Error("a connection from " + peer + " arrived where the page channel was expected");
     }
     UniqueFd channel = pc.release_fd();  // TLS: now kernel TLS
-    if (o_.wire == WireSecurity::Tls) rep_.security = "tls+ktls";
+    if (o_.wire != WireSecurity::Plaintext)
+      rep_.security = std::string(wire_security_name(o_.wire)) + "+ktls";
     return channel;
   }
 
@@ -258,7 +259,8 @@ class Receiver {
 
 MigrationReport receive_one(TcpListener& listener, UniqueFd control, const std::string& peer,
                             DestinationSide& dest, const ReceiverOptions& opts) {
-  if (!opts.key) throw Error("receive: no key");
+  if (opts.wire == WireSecurity::TlsCert ? !opts.cert : !opts.key)
+    throw Error(opts.wire == WireSecurity::TlsCert ? "receive: no certificates" : "receive: no key");
   ::signal(SIGPIPE, SIG_IGN);  // as migrate_out: a peer gone is an error, not a kill
   return Receiver(listener, std::move(control), peer, dest, opts).run();
 }

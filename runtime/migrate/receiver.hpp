@@ -16,8 +16,9 @@
 namespace crx::migrate {
 
 struct ReceiverOptions {
-  const SharedKey* key = nullptr;
-  WireSecurity wire = WireSecurity::Tls;  // a sender asking for the other is refused
+  const SharedKey* key = nullptr;          // Tls, Plaintext
+  const CertCredentials* cert = nullptr;  // TlsCert
+  WireSecurity wire = WireSecurity::Tls;  // a sender asking for another is refused
   std::string image_root;   // RAM dir; one subdir per migration, removed after
   uint64_t max_image_bytes = 1ull << 30;  // non-page images per migration
   std::chrono::milliseconds timeout{60000};

@@ -135,6 +135,9 @@ std::string MigrationReport::to_text() const {
   if (!pre_copy_stop.empty()) out += "  pre-copy stopped: " + pre_copy_stop + "\n";
   if (security == "tls+ktls") out += "  security: TLS 1.3 (shared key), pages in kernel TLS\n";
   if (security == "tls") out += "  security: TLS 1.3 (shared key)\n";
+  if (security == "tls-cert+ktls")
+    out += "  security: TLS 1.3 (certificates), pages in kernel TLS\n";
+  if (security == "tls-cert") out += "  security: TLS 1.3 (certificates)\n";
   if (security == "plaintext") out += "  security: none, clear text (--insecure-plaintext)\n";
   std::snprintf(buf, sizeof buf,
                 "  moved: memory %s, images %s, rootfs %s, control link %s\n"

@@ -55,9 +55,10 @@ struct MigrationReport {
   std::string pre_copy_stop;
   uint64_t rootfs_bytes = 0;
   uint64_t wire_bytes = 0;  // control connection, both directions
-  // "tls+ktls" (TLS 1.3; the page channel went to kernel TLS), "tls" (no
-  // page channel yet), "plaintext" (--insecure-plaintext); "" if no
-  // connection was made.
+  // "tls+ktls" (TLS 1.3 with the shared key; the page channel went to
+  // kernel TLS), "tls" (no page channel yet), "tls-cert+ktls" / "tls-cert"
+  // (the same with certificates), "plaintext" (--insecure-plaintext); ""
+  // if no connection was made.
   std::string security;
   double downtime_seconds = 0;
   double total_seconds = 0;

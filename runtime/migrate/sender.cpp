@@ -84,6 +84,8 @@ class Sender {
   }
 
  private:
+  Credentials credentials() const { return {o_.wire, o_.key, o_.cert}; }
+
   void check_cancel() {
     if (o_.cancel && o_.cancel->load()) throw Error("interrupted");
   }
@@ -92,15 +94,18 @@ class Sender {
     clock_.begin("connect");
     // Before anything is frozen: the page channel needs kernel TLS here.
     std::string why;
-    if (o_.wire == WireSecurity::Tls && !kernel_tls_available(&why)) {
+    if (o_.wire != WireSecurity::Plaintext && !kernel_tls_available(&why)) {
       throw Error("cannot encrypt the page channel: " + why +
-                      "; load it, or pass --insecure-plaintext to both crx migrate and crx receive",
+                      (o_.wire == WireSecurity::TlsCert
+                           ? "; load it (certificates need TLS)"
+                           : "; load it, or pass --insecure-plaintext to both crx migrate and crx "
+                             "receive"),
                   Cause::Unsupported);
     }
     conn_.emplace(connect_tcp(o_.to, o_.timeout), "receiver " + o_.to.str());
     conn_->set_timeout(o_.timeout);
     detect_dead_peer(conn_->fd(), o_.timeout);
-    authenticate_as_client(*conn_, *o_.key, "control", session_, o_.wire);
+    authenticate_as_client(*conn_, credentials(), "control", session_);
     rep_.security = wire_security_name(o_.wire);
     Manifest m = o_.manifest;
     m.pre_copy_rounds = o_.pre_copy.max_rounds;
@@ -173,9 +178,10 @@ class Sender {
 
     FrameConn pages(connect_tcp(o_.to, o_.timeout), "page channel " + o_.to.str());
     pages.set_timeout(o_.timeout);
-    authenticate_as_client(pages, *o_.key, "pages", session_, o_.wire);
+    authenticate_as_client(pages, credentials(), "pages", session_);
     UniqueFd page_fd = pages.release_fd();  // TLS: now kernel TLS
-    if (o_.wire == WireSecurity::Tls) rep_.security = "tls+ktls";
+    if (o_.wire != WireSecurity::Plaintext)
+      rep_.security = std::string(wire_security_name(o_.wire)) + "+ktls";
     set_socket_timeouts(page_fd.get(), o_.timeout);
     detect_dead_peer(page_fd.get(), o_.timeout);
 
@@ -248,7 +254,8 @@ class Sender {
 }  // namespace
 
 MigrationReport migrate_out(SourceSide& source, const SenderOptions& opts) {
-  if (!opts.key) throw Error("migrate: no key");
+  if (opts.wire == WireSecurity::TlsCert ? !opts.cert : !opts.key)
+    throw Error(opts.wire == WireSecurity::TlsCert ? "migrate: no certificates" : "migrate: no key");
   // A socket write to a peer gone must fail with EPIPE, not kill crx
   // without a report. Not only our own writes: closing the kernel-TLS page
   // channel flushes a record CRIU left half sent (after its write timed

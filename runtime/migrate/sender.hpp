@@ -18,8 +18,10 @@ namespace crx::migrate {
 
 struct SenderOptions {
   HostPort to;
-  const SharedKey* key = nullptr;
-  // TLS on both connections, pages in kernel TLS; Plaintext only with
+  const SharedKey* key = nullptr;          // Tls, Plaintext
+  const CertCredentials* cert = nullptr;  // TlsCert
+  // TLS on both connections (keyed by the shared key, or TlsCert: by
+  // certificates), pages in kernel TLS; Plaintext only with
   // --insecure-plaintext (the receiver must say the same).
   WireSecurity wire = WireSecurity::Tls;
   Manifest manifest;        // id, bundle, config hash... filled by the caller

@@ -13,6 +13,7 @@
 
 #include "common/error.hpp"
 #include "migrate/auth.hpp"
+#include "migrate/cert_credentials.hpp"
 #include "migrate/kernel_tls.hpp"
 
 namespace crx::migrate {
@@ -85,8 +86,7 @@ std::pair<int, std::string> take_ssl_error() {
 
 }  // namespace
 
-TlsSession::TlsSession(Role role, const SharedKey& key, int fd, std::string peer, bool kernel)
-    : role_(role), fd_(fd), peer_(std::move(peer)), kernel_(kernel), psk_(key.tls_psk()) {
+void TlsSession::init(Role role) {
   ERR_clear_error();
   ctx_ = SSL_CTX_new(role == Role::Client ? TLS_client_method() : TLS_server_method());
   if (!ctx_) throw Error("cannot make an OpenSSL TLS context");
@@ -98,30 +98,99 @@ TlsSession::TlsSession(Role role, const SharedKey& key, int fd, std::string peer
             SSL_CTX_set_num_tickets(ctx_, 0) == 1;
   if (!ok) {
     SSL_CTX_free(ctx_);
+    ctx_ = nullptr;
     throw Error("OpenSSL refused the TLS 1.3 settings for migration");
   }
   SSL_CTX_set_options(ctx_, SSL_OP_NO_TICKET);
   SSL_CTX_set_session_cache_mode(ctx_, SSL_SESS_CACHE_OFF);
-  if (role == Role::Client) {
-    SSL_CTX_set_psk_use_session_callback(ctx_, &TlsSession::use_psk);
-  } else {
-    SSL_CTX_set_psk_find_session_callback(ctx_, &TlsSession::find_psk);
-  }
   if (kernel_) SSL_CTX_set_keylog_callback(ctx_, &TlsSession::keylog);
+}
+
+// After the kind's own settings on ctx_: the connection on fd_.
+void TlsSession::finish_init() {
   ssl_ = SSL_new(ctx_);
   if (!ssl_ || SSL_set_fd(ssl_, fd_) != 1) {  // the socket BIO does not close fd_
     if (ssl_) SSL_free(ssl_);
+    ssl_ = nullptr;
     SSL_CTX_free(ctx_);
+    ctx_ = nullptr;
     throw Error("cannot make an OpenSSL TLS connection");
   }
   SSL_set_app_data(ssl_, this);
   if (kernel_) SSL_set_options(ssl_, SSL_OP_ENABLE_KTLS);
-  if (role == Role::Client) {
+  if (role_ == Role::Client) {
     SSL_set_connect_state(ssl_);
   } else {
     SSL_set_accept_state(ssl_);
   }
   set_nonblocking(fd_, true);
+}
+
+TlsSession::TlsSession(Role role, const SharedKey& key, int fd, std::string peer, bool kernel)
+    : role_(role), fd_(fd), peer_(std::move(peer)), kernel_(kernel), psk_(key.tls_psk()) {
+  init(role);
+  if (role == Role::Client) {
+    SSL_CTX_set_psk_use_session_callback(ctx_, &TlsSession::use_psk);
+  } else {
+    SSL_CTX_set_psk_find_session_callback(ctx_, &TlsSession::find_psk);
+  }
+  finish_init();
+}
+
+TlsSession::TlsSession(Role role, const CertCredentials& cert, int fd, std::string peer,
+                       bool kernel)
+    : role_(role), fd_(fd), peer_(std::move(peer)), kernel_(kernel), certs_(true),
+      peer_name_(cert.peer_name()) {
+  init(role);
+  try {
+    cert.configure(ctx_);
+  } catch (...) {
+    SSL_CTX_free(ctx_);
+    throw;
+  }
+  if (role == Role::Server) SSL_CTX_set_alpn_select_cb(ctx_, &TlsSession::select_alpn, this);
+  finish_init();
+  try {
+    cert.configure(ssl_);
+  } catch (...) {
+    SSL_free(ssl_);
+    SSL_CTX_free(ctx_);
+    throw;
+  }
+}
+
+void TlsSession::set_identity(std::string identity) {
+  identity_ = std::move(identity);
+  if (!certs_) return;
+  // ALPN's wire form: one length byte, then the protocol name.
+  if (identity_.empty() || identity_.size() > 255) throw Error("TLS identity too long for ALPN");
+  std::string wire(1, static_cast<char>(identity_.size()));
+  wire += identity_;
+  if (SSL_set_alpn_protos(ssl_, reinterpret_cast<const unsigned char*>(wire.data()),
+                          static_cast<unsigned>(wire.size())) != 0) {
+    ERR_clear_error();
+    throw Error("OpenSSL refused the migration's ALPN identity");
+  }
+}
+
+int TlsSession::select_alpn(SSL*, const unsigned char** out, unsigned char* outlen,
+                            const unsigned char* in, unsigned int inlen, void* arg) {
+  auto* self = static_cast<TlsSession*>(arg);
+  const std::string prefix = std::string(kIdentityPrefix) + " ";
+  for (unsigned int i = 0; i < inlen;) {
+    unsigned int len = in[i];
+    if (len == 0 || i + 1 + len > inlen) break;
+    std::string proto(reinterpret_cast<const char*>(in + i + 1), len);
+    if (proto.rfind(prefix, 0) == 0) {
+      self->identity_ = proto;
+      *out = in + i + 1;
+      *outlen = static_cast<unsigned char>(len);
+      return SSL_TLSEXT_ERR_OK;
+    }
+    i += 1 + len;
+  }
+  self->unknown_identity_ = true;
+  return SSL_TLSEXT_ERR_ALERT_FATAL;  // no_application_protocol
 }
 
 TlsSession::~TlsSession() {
@@ -186,6 +255,60 @@ void TlsSession::keylog(const SSL* ssl, const char* line) {
   if (secret) self->peer_secret_ = from_hex(secret + 1);
 }
 
+// With certificates: the channel and session the handshake agreed on.
+void TlsSession::check_alpn() {
+  const unsigned char* sel = nullptr;
+  unsigned int len = 0;
+  SSL_get0_alpn_selected(ssl_, &sel, &len);
+  std::string chosen = sel ? std::string(reinterpret_cast<const char*>(sel), len) : "";
+  if (role_ == Role::Client ? chosen != identity_ : identity_.empty()) {
+    throw Error("authentication failed: " + peer_ +
+                    " did not agree on the migration channel in the TLS handshake",
+                Cause::Permission);
+  }
+}
+
+// With certificates: a refusal of the peer's certificate by this end, or
+// of ours by the peer (its alert), as one line. Returns when it is neither.
+void TlsSession::fail_certificate(int reason) {
+  if (reason == SSL_R_CERTIFICATE_VERIFY_FAILED) {
+    long v = SSL_get_verify_result(ssl_);
+    std::string why = X509_verify_cert_error_string(v);
+    if (v == X509_V_ERR_HOSTNAME_MISMATCH || v == X509_V_ERR_IP_ADDRESS_MISMATCH) {
+      why = "it is not issued to " + peer_name_ + " (--tls-peer-name)";
+    } else {
+      why += " (check --tls-ca here and --tls-cert there)";
+    }
+    throw Error("authentication failed: the certificate of " + peer_ + " was refused: " + why,
+                Cause::Permission);
+  }
+  if (reason == SSL_R_PEER_DID_NOT_RETURN_A_CERTIFICATE) {
+    throw Error("authentication failed: " + peer_ + " sent no certificate", Cause::Permission);
+  }
+  // An alert from the peer: reason = 1000 + its description.
+  int alert = reason - SSL_AD_REASON_OFFSET;
+  switch (alert) {
+    case SSL_AD_BAD_CERTIFICATE:
+    case SSL_AD_UNSUPPORTED_CERTIFICATE:
+    case SSL_AD_CERTIFICATE_REVOKED:
+    case SSL_AD_CERTIFICATE_EXPIRED:
+    case SSL_AD_CERTIFICATE_UNKNOWN:
+    case SSL_AD_UNKNOWN_CA:
+    case SSL_AD_ACCESS_DENIED:
+    case SSL_AD_DECRYPT_ERROR:
+    case SSL_AD_CERTIFICATE_REQUIRED:
+      throw Error("authentication failed: " + peer_ + " refused our certificate (" +
+                      SSL_alert_desc_string_long(alert) + "; check --tls-cert here and --tls-ca there)",
+                  Cause::Permission);
+    case SSL_AD_NO_APPLICATION_PROTOCOL:
+      throw Error("authentication failed: " + peer_ +
+                      " is not a crx migration peer (no migration channel in its TLS handshake)",
+                  Cause::Permission);
+    default:
+      break;
+  }
+}
+
 void TlsSession::fail(const char* what, int ssl_error) {
   int sys = errno;
   auto [reason, text] = take_ssl_error();
@@ -193,14 +316,23 @@ void TlsSession::fail(const char* what, int ssl_error) {
     if (sys == 0) throw Error(peer_ + " closed the connection during the TLS " + what);
     throw_errno(std::string("TLS ") + what + " with " + peer_, sys);
   }
-  if (reason == SSL_R_BINDER_DOES_NOT_VERIFY) {
+  if (certs_) {
+    if (unknown_identity_) {
+      throw Error("authentication failed: " + peer_ +
+                      " is not a crx migration peer (no migration channel in its TLS handshake)",
+                  Cause::Permission);
+    }
+    fail_certificate(reason);
+  }
+  if (!certs_ && reason == SSL_R_BINDER_DOES_NOT_VERIFY) {
     throw Error("authentication failed: " + peer_ +
                     " does not know the migration key (check the key file on both hosts)",
                 Cause::Permission);
   }
   // OpenSSL's server answers a bad PSK binder with illegal_parameter
   // (3.0) or decrypt_error: in this PSK-only handshake, the key differs.
-  if ((reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR || reason == SSL_R_SSLV3_ALERT_ILLEGAL_PARAMETER) &&
+  if (!certs_ &&
+      (reason == SSL_R_TLSV1_ALERT_DECRYPT_ERROR || reason == SSL_R_SSLV3_ALERT_ILLEGAL_PARAMETER) &&
       role_ == Role::Client && std::strcmp(what, "handshake") == 0) {
     throw Error("authentication failed: the receiver at " + peer_ +
                     " refused our key (check the key file on both hosts)",
@@ -229,7 +361,10 @@ TlsIo TlsSession::handshake() {
   ERR_clear_error();
   errno = 0;
   int r = SSL_do_handshake(ssl_);
-  if (r == 1) return TlsIo::Done;
+  if (r == 1) {
+    if (certs_) check_alpn();
+    return TlsIo::Done;
+  }
   int e = SSL_get_error(ssl_, r);
   if (e == SSL_ERROR_WANT_READ) return TlsIo::WantRead;
   if (e == SSL_ERROR_WANT_WRITE) return TlsIo::WantWrite;

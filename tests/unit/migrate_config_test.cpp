@@ -75,4 +75,51 @@ TEST(MigrateConfig, MissingFileIsFineUnlessRequired) {
   EXPECT_THROW(crx::migrate::load_migrate_config("/nonexistent/crx.yaml", true), crx::Error);
 }
 
+TEST(MigrateConfig, CertificateSettingsGoTogether) {
+  auto c = parse_migrate_config(R"(
+migration:
+  tls_cert_file: /etc/crx/host.crt
+  tls_key_file: /etc/crx/host.key
+  tls_ca_file: /etc/crx/ca.crt
+  tls_peer_name: db-2.example
+)",
+                                "x");
+  EXPECT_EQ(c.tls_cert_file, "/etc/crx/host.crt");
+  EXPECT_EQ(c.tls_key_file, "/etc/crx/host.key");
+  EXPECT_EQ(c.tls_ca_file, "/etc/crx/ca.crt");
+  EXPECT_EQ(c.tls_peer_name, "db-2.example");
+  EXPECT_TRUE(c.uses_certificates());
+  EXPECT_NO_THROW(crx::migrate::check_migrate_auth(c));
+  EXPECT_FALSE(parse_migrate_config("", "x").uses_certificates());
+  EXPECT_NO_THROW(crx::migrate::check_migrate_auth(parse_migrate_config("", "x")));
+
+  auto error = [](const crx::migrate::MigrateConfig& m) -> std::pair<std::string, crx::Cause> {
+    try {
+      crx::migrate::check_migrate_auth(m);
+    } catch (const crx::Error& e) {
+      return {e.what(), e.cause()};
+    }
+    return {"no error", crx::Cause::Other};
+  };
+  auto half = c;
+  half.tls_key_file.clear();
+  half.tls_ca_file.clear();
+  EXPECT_EQ(error(half).first,
+            "certificates need --tls-cert, --tls-key and --tls-ca together: --tls-key "
+            "(migration.tls_key_file) and --tls-ca (migration.tls_ca_file) missing");
+  EXPECT_EQ(error(half).second, crx::Cause::Invalid);
+  auto clear = c;
+  clear.insecure_plaintext = true;
+  EXPECT_NE(error(clear).first.find("--insecure-plaintext and certificates (--tls-cert) exclude "
+                                    "each other"),
+            std::string::npos);
+  auto name_only = parse_migrate_config("", "x");
+  name_only.tls_peer_name = "db-2.example";
+  EXPECT_NE(error(name_only).first.find("--tls-peer-name (migration.tls_peer_name) needs "
+                                        "certificates"),
+            std::string::npos);
+  EXPECT_EQ(error_of("migration:\n  tls_cert_file: [a]\n"),
+            "/etc/crx/config.yaml: migration.tls_cert_file has the wrong type");
+}
+
 }  // namespace

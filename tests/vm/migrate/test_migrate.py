@@ -58,6 +58,60 @@ def make_bundle(scratch, name="bundle", script=COUNTER, own_netns=True):
     return b
 
 
+CA_CNF = """[ca]
+default_ca = c
+[c]
+dir = .
+database = index.txt
+new_certs_dir = .
+serial = serial
+default_md = sha256
+policy = p
+copy_extensions = copy
+unique_subject = no
+[p]
+commonName = supplied
+[v3_ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign
+[v3_host]
+basicConstraints = CA:FALSE
+"""
+
+
+def make_certs(d, hosts):
+    """A throwaway CA (d/ca.crt) and per host name a key and certificate
+    (d/<name>.key, d/<name>.crt) carrying the given subjectAltName, made
+    with the openssl CLI. Valid from a day ago (a guest's clock may lag
+    the host's) for two days."""
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "ca.cnf"), "w") as f:
+        f.write(CA_CNF)
+    open(os.path.join(d, "index.txt"), "w").close()
+    with open(os.path.join(d, "serial"), "w") as f:
+        f.write("01\n")
+    now = time.time()
+    dates = ["-startdate", time.strftime("%Y%m%d%H%M%SZ", time.gmtime(now - 86400)),
+             "-enddate", time.strftime("%Y%m%d%H%M%SZ", time.gmtime(now + 2 * 86400))]
+
+    def ossl(*args):
+        r = subprocess.run(["openssl", *args], cwd=d, capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"openssl {' '.join(args)}: {r.stderr}")
+
+    newkey = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes"]
+    ossl("req", "-new", *newkey, "-keyout", "ca.key", "-out", "ca.csr",
+         "-subj", "/CN=crx test migration CA")
+    ossl("ca", "-batch", "-config", "ca.cnf", "-selfsign", "-keyfile", "ca.key", "-in", "ca.csr",
+         "-out", "ca.crt", "-extensions", "v3_ca", *dates)
+    for name, san in hosts.items():
+        ossl("req", "-new", *newkey, "-keyout", f"{name}.key", "-out", f"{name}.csr",
+             "-subj", f"/CN={name}", "-addext", f"subjectAltName={san}")
+        ossl("ca", "-batch", "-config", "ca.cnf", "-cert", "ca.crt", "-keyfile", "ca.key",
+             "-in", f"{name}.csr", "-out", f"{name}.crt", "-extensions", "v3_host", *dates)
+    return d
+
+
 class Base(VmTestCase):
     def setup_guest(self, tb, k, bundle, key=KEY):
         self.sh(tb, k, f"cp -a {bundle} /tmp/bundle && "
@@ -224,6 +278,41 @@ class MigrateTest(Receiving, Base):
         self.assertIn("authentication failed", err)
         self.assertIn("authentication failed", rerr)
         self.assert_one_copy_on_the_source(tb)
+
+    def test_counter_moves_with_certificates(self):
+        """X.509 instead of the shared key: each guest has its own
+        certificate from one throwaway CA; the receiver takes only the
+        sender's name, the sender checks the receiver's IP address. Both
+        connections run TLS with them, the pages in kernel TLS."""
+        tb = self.two_guests()
+        tls = make_certs(os.path.join(tb.scratch, "tls"), {
+            "sender.crx.test": "DNS:sender.crx.test",
+            "receiver.crx.test": f"DNS:receiver.crx.test,IP:{tb.ip(1)}"})
+        names = {0: "sender.crx.test", 1: "receiver.crx.test"}
+        for k, name in names.items():
+            self.sh(tb, k, f"mkdir -p /tmp/tls && cp {tls}/ca.crt {tls}/{name}.crt {tls}/{name}.key "
+                           f"/tmp/tls/ && chmod 600 /tmp/tls/{name}.key")
+
+        def flags(k):
+            return (f"--tls-cert /tmp/tls/{names[k]}.crt --tls-key /tmp/tls/{names[k]}.key "
+                    "--tls-ca /tmp/tls/ca.crt")
+        self.run_counter(tb)
+        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} {flags(1)} "
+                         f"--tls-peer-name sender.crx.test --once --image-dir /run/crx-migrate "
+                         "--format json")
+        wait_listening(tb, 1, PORT, "crx receive", rh)
+        rc, out, err = tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} {flags(0)} "
+                                 f"--tls-peer-name {tb.ip(1)} --pre-copy 1 --format json",
+                              timeout=900)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        self.assertEqual(json.loads(out.strip().splitlines()[-1])["security"], "tls-cert+ktls")
+        self.assertEqual(json.loads(rout.strip().splitlines()[-1])["security"], "tls-cert+ktls")
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
+        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
 
     def test_tampered_page_stream_leaves_the_source_running(self):
         """An on-path attacker without the key (tamper_relay.py on g0, between

@@ -16,6 +16,7 @@
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
 #include "migrate/manifest.hpp"
+#include "migrate/precopy.hpp"
 #include "migrate/ram_dir.hpp"
 #include "migrate/sender.hpp"
 #include "migrate/verbs_source.hpp"
@@ -28,7 +29,7 @@ namespace {
 struct MigrateArgs : MigrateConfigArgs {
   std::string id;
   std::string to;
-  int pre_copy = -1;
+  std::string pre_copy;  // N or auto (migrate/precopy.hpp)
   double min_shrink = -1;
   bool send_rootfs = false;
   bool kill_exec = false;
@@ -43,8 +44,13 @@ void register_migrate(Cli& cli) {
   sub->add_option("id", a->id, "container id")->required();
   sub->add_option("--to", a->to, "HOST:PORT of the receiver")->required();
   a->add_config_flags(sub, "RAM directory for the images in flight");
-  sub->add_option("--pre-copy", a->pre_copy, "at most N pre-copy rounds while the container runs");
-  sub->add_option("--min-shrink", a->min_shrink, "stop pre-copy when a round shrinks less (percent)");
+  sub->add_option("--pre-copy", a->pre_copy,
+                  "at most N pre-copy rounds while the container runs, or auto: as many as "
+                  "the measured dirty rate and bandwidth make worth it")
+      ->check(CLI::Validator(
+          [](std::string& v) { return migrate::pre_copy_arg_error(v); }, "N|auto", "pre-copy"));
+  sub->add_option("--min-shrink", a->min_shrink, "stop pre-copy when a round shrinks less (percent)")
+      ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
@@ -54,7 +60,7 @@ void register_migrate(Cli& cli) {
   sub->callback([&cli, a] {
     cli.action = [&cli, a] {
       auto cfg = a->load();
-      if (a->pre_copy >= 0) cfg.pre_copy.max_rounds = a->pre_copy;
+      if (!a->pre_copy.empty()) migrate::apply_pre_copy_arg(cfg.pre_copy, a->pre_copy);
       if (a->min_shrink >= 0) cfg.pre_copy.min_shrink_percent = a->min_shrink;
       const auto auth = MigrateConfigArgs::auth(cfg);
 

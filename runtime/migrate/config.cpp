@@ -62,8 +62,11 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
     if (m[key]) *field = get<std::string>(m[key], origin, key);
   }
   if (YAML::Node p = m["pre_copy"]; p && !p.IsNull()) {
-    check_keys(p, origin, "migration.pre_copy", {"max_rounds", "min_shrink_percent"});
-    if (p["max_rounds"]) {
+    check_keys(p, origin, "migration.pre_copy",
+               {"max_rounds", "min_shrink_percent", "fixed_downtime_seconds"});
+    if (p["max_rounds"] && p["max_rounds"].IsScalar() && p["max_rounds"].Scalar() == "auto") {
+      c.pre_copy.adaptive = true;
+    } else if (p["max_rounds"]) {
       c.pre_copy.max_rounds = get<int>(p["max_rounds"], origin, "pre_copy.max_rounds");
       if (c.pre_copy.max_rounds < 0 || c.pre_copy.max_rounds > 64)
         throw Error(origin + ": migration.pre_copy.max_rounds must be 0..64");
@@ -73,6 +76,12 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
           get<double>(p["min_shrink_percent"], origin, "pre_copy.min_shrink_percent");
       if (c.pre_copy.min_shrink_percent < 0 || c.pre_copy.min_shrink_percent > 100)
         throw Error(origin + ": migration.pre_copy.min_shrink_percent must be 0..100");
+    }
+    if (p["fixed_downtime_seconds"]) {
+      c.pre_copy.fixed_downtime_seconds =
+          get<double>(p["fixed_downtime_seconds"], origin, "pre_copy.fixed_downtime_seconds");
+      if (!(c.pre_copy.fixed_downtime_seconds > 0 && c.pre_copy.fixed_downtime_seconds <= 3600))
+        throw Error(origin + ": migration.pre_copy.fixed_downtime_seconds must be in (0, 3600]");
     }
   }
   if (c.image_dir.empty() || c.image_dir[0] != '/')

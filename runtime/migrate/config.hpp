@@ -13,8 +13,9 @@
 //     tls_peer_name: ""                    # --tls-peer-name; see
 //                                          # cert_credentials.hpp)
 //     pre_copy:
-//       max_rounds: 0               # crx migrate --pre-copy N
+//       max_rounds: 0               # crx migrate --pre-copy N, or auto
 //       min_shrink_percent: 20      # stop when a round shrinks less
+//       fixed_downtime_seconds: 2   # auto: downtime besides the memory
 //
 // Every key is optional; command-line flags override what the file says.
 #pragma once
@@ -27,6 +28,13 @@ struct PreCopyPolicy {
   // A round must shrink the dirty set by at least this much versus the
   // previous round, else pre-copy stops and the final dump follows.
   double min_shrink_percent = 20.0;
+  // --pre-copy auto (precopy.hpp): rounds from the measured dirty rate and
+  // bandwidth; max_rounds is then unused. min_shrink_percent is the least
+  // cut of the final round another round must promise.
+  bool adaptive = false;
+  // The downtime's part that is not the final round's memory (freeze,
+  // CRIU's dump and restore bookkeeping), measured on the test bed.
+  double fixed_downtime_seconds = 2.0;
 };
 
 struct MigrateConfig {

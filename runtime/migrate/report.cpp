@@ -114,6 +114,41 @@ uint64_t MigrationReport::image_bytes() const {
   return n;
 }
 
+const RoundReport* MigrationReport::last_pre_copy_round() const {
+  const RoundReport* last = nullptr;
+  for (const auto& r : rounds)
+    if (!r.final) last = &r;
+  return last;
+}
+
+const RoundReport* MigrationReport::final_round() const {
+  for (const auto& r : rounds)
+    if (r.final) return &r;
+  return nullptr;
+}
+
+namespace {
+
+// ", 16.0 MiB/s; dirty 1.2 MiB/s, link 16.0 MiB/s; predicted final
+// 310.0 KiB, downtime 3.25 s" as far as the round knows.
+std::string round_rates_text(const RoundReport& r) {
+  std::string out;
+  char buf[160];
+  if (r.throughput > 0) out += ", " + human_rate(r.throughput);
+  std::string more;
+  if (r.dirty_rate > 0) more += "dirty " + human_rate(r.dirty_rate);
+  if (!r.final && r.bandwidth > 0) more += (more.empty() ? "" : ", ") + ("link " + human_rate(r.bandwidth));
+  if (r.predicted_final_bytes && r.predicted_downtime) {
+    std::snprintf(buf, sizeof buf, "predicted final %s, downtime %.2f s",
+                  human_bytes(*r.predicted_final_bytes).c_str(), *r.predicted_downtime);
+    more += (more.empty() ? "" : ", ") + std::string(buf);
+  }
+  if (!more.empty()) out += "; " + more;
+  return out;
+}
+
+}  // namespace
+
 std::string MigrationReport::to_text() const {
   std::string out;
   char buf[256];
@@ -127,12 +162,28 @@ std::string MigrationReport::to_text() const {
     out += buf;
   }
   for (const auto& r : rounds) {
-    std::snprintf(buf, sizeof buf, "  round %d%s: memory %s, images %s, %.3f s\n", r.round,
+    std::snprintf(buf, sizeof buf, "  round %d%s: memory %s, images %s, %.3f s", r.round,
                   r.final ? " (final dump)" : " (pre-copy)", human_bytes(r.page_bytes).c_str(),
                   human_bytes(r.image_bytes).c_str(), r.seconds);
-    out += buf;
+    out += buf + round_rates_text(r) + "\n";
   }
-  if (!pre_copy_stop.empty()) out += "  pre-copy stopped: " + pre_copy_stop + "\n";
+  if (!pre_copy_stop.empty()) {
+    out += "  pre-copy stopped" + (pre_copy_mode == "auto" ? std::string(" (auto)") : "") + ": " +
+           pre_copy_stop + "\n";
+  }
+  const RoundReport* pre = last_pre_copy_round();
+  const RoundReport* fin = final_round();
+  if (pre && pre->predicted_final_bytes && pre->predicted_downtime) {
+    std::snprintf(buf, sizeof buf, "  prediction: final round %s, downtime %.2f s",
+                  human_bytes(*pre->predicted_final_bytes).c_str(), *pre->predicted_downtime);
+    out += buf;
+    if (fin && outcome == "migrated") {
+      std::snprintf(buf, sizeof buf, "; actual %s, %.2f s", human_bytes(fin->page_bytes).c_str(),
+                    downtime_seconds);
+      out += buf;
+    }
+    out += "\n";
+  }
   if (security == "tls+ktls") out += "  security: TLS 1.3 (shared key), pages in kernel TLS\n";
   if (security == "tls") out += "  security: TLS 1.3 (shared key)\n";
   if (security == "tls-cert+ktls")
@@ -173,13 +224,33 @@ std::string MigrationReport::to_json() const {
   for (const auto& p : phases) j["phases"].push_back({{"name", p.name}, {"seconds", p.seconds}});
   j["rounds"] = nlohmann::json::array();
   for (const auto& r : rounds) {
-    j["rounds"].push_back({{"round", r.round},
-                           {"final", r.final},
-                           {"page_bytes", r.page_bytes},
-                           {"image_bytes", r.image_bytes},
-                           {"seconds", r.seconds}});
+    nlohmann::json jr = {{"round", r.round},
+                         {"final", r.final},
+                         {"page_bytes", r.page_bytes},
+                         {"image_bytes", r.image_bytes},
+                         {"seconds", r.seconds}};
+    if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
+    if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;
+    if (r.dirty_rate > 0) jr["dirty_bytes_per_second"] = r.dirty_rate;
+    if (r.predicted_final_bytes) jr["predicted_final_bytes"] = *r.predicted_final_bytes;
+    if (r.predicted_downtime) jr["predicted_downtime_seconds"] = *r.predicted_downtime;
+    j["rounds"].push_back(jr);
   }
   if (!pre_copy_stop.empty()) j["pre_copy_stop"] = pre_copy_stop;
+  if (!pre_copy_mode.empty()) {
+    nlohmann::json p = {{"mode", pre_copy_mode}, {"stop", pre_copy_stop}};
+    int n = 0;
+    for (const auto& r : rounds) n += r.final ? 0 : 1;
+    p["rounds"] = n;
+    if (fixed_downtime_estimate > 0) p["fixed_downtime_seconds"] = fixed_downtime_estimate;
+    const RoundReport* pre = last_pre_copy_round();
+    const RoundReport* fin = final_round();
+    if (pre && pre->predicted_final_bytes) p["predicted_final_bytes"] = *pre->predicted_final_bytes;
+    if (pre && pre->predicted_downtime) p["predicted_downtime_seconds"] = *pre->predicted_downtime;
+    if (fin) p["actual_final_bytes"] = fin->page_bytes;
+    if (fin && outcome == "migrated") p["actual_downtime_seconds"] = downtime_seconds;
+    j["pre_copy"] = p;
+  }
   if (!security.empty()) j["security"] = security;
   j["bytes"] = {{"pages", page_bytes()},
                 {"images", image_bytes()},

@@ -26,6 +26,16 @@ struct RoundReport {
   uint64_t page_bytes = 0;
   uint64_t image_bytes = 0;
   double seconds = 0;
+  // The sender's measurements (precopy.hpp), bytes/s; 0 when unknown.
+  double throughput = 0;  // page_bytes / seconds
+  double bandwidth = 0;   // pre-copy: the link estimate after this round
+  // pre-copy: dirtied since the previous round's snapshot; final round:
+  // its memory over the time from the last snapshot to the freeze.
+  double dirty_rate = 0;
+  // pre-copy: the final round and downtime predicted had pre-copy
+  // stopped after this round.
+  std::optional<uint64_t> predicted_final_bytes;
+  std::optional<double> predicted_downtime;
 };
 
 // The verbs objects' part, from the files the CRIU plugin and crx leave in
@@ -53,6 +63,8 @@ struct MigrationReport {
   std::vector<PhaseTime> phases;
   std::vector<RoundReport> rounds;
   std::string pre_copy_stop;
+  std::string pre_copy_mode;            // "auto", "fixed"; "" without pre-copy
+  double fixed_downtime_estimate = 0;   // the planner's fixed part of the downtime
   uint64_t rootfs_bytes = 0;
   uint64_t wire_bytes = 0;  // control connection, both directions
   // "tls+ktls" (TLS 1.3 with the shared key; the page channel went to
@@ -71,6 +83,9 @@ struct MigrationReport {
   nlohmann::json inventory;
 
   uint64_t page_bytes() const;
+  // The last pre-copy round's prediction and the final round after it.
+  const RoundReport* last_pre_copy_round() const;
+  const RoundReport* final_round() const;
   uint64_t image_bytes() const;
   std::string to_text() const;
   std::string to_json() const;

@@ -108,7 +108,7 @@ class Sender {
     authenticate_as_client(*conn_, credentials(), "control", session_);
     rep_.security = wire_security_name(o_.wire);
     Manifest m = o_.manifest;
-    m.pre_copy_rounds = o_.pre_copy.max_rounds;
+    m.pre_copy_rounds = o_.pre_copy.adaptive ? kAutoMaxRounds : o_.pre_copy.max_rounds;
     conn_->send(FrameType::Manifest, to_json(m));
     Acceptance a = parse_acceptance(conn_->expect(FrameType::Accept).payload);
     if (a.need_rootfs) {
@@ -123,15 +123,26 @@ class Sender {
 
   void pre_copy() {
     PreCopyPlanner planner(o_.pre_copy);
+    if (o_.pre_copy.adaptive) rep_.pre_copy_mode = "auto";
+    else if (o_.pre_copy.max_rounds > 0) rep_.pre_copy_mode = "fixed";
     while (planner.want_another_round()) {
       check_cancel();
       ++round_;
       clock_.begin("pre-copy " + std::to_string(round_));
       RoundReport r = do_round(false);
-      planner.record_round(r.page_bytes);
+      planner.record_round(RoundSample{r.page_bytes, r.seconds, since_prev_snapshot_});
+      const RoundEstimate& e = planner.estimates().back();
+      r.throughput = e.throughput;
+      r.bandwidth = e.bandwidth;
+      r.dirty_rate = e.dirty_rate;
+      r.predicted_final_bytes = e.predicted_final_bytes;
+      r.predicted_downtime = e.predicted_downtime;
       rep_.rounds.push_back(r);
     }
-    if (planner.rounds_done() > 0) rep_.pre_copy_stop = planner.stop_reason();
+    if (planner.rounds_done() > 0) {
+      rep_.pre_copy_stop = planner.stop_reason();
+      rep_.fixed_downtime_estimate = planner.fixed_downtime();
+    }
   }
 
   void final_dump() {
@@ -142,7 +153,16 @@ class Sender {
     src_.freeze();
     ++round_;
     clock_.begin("checkpoint+transfer");
-    rep_.rounds.push_back(do_round(true));
+    auto last_snapshot = last_snapshot_;
+    RoundReport r = do_round(true);
+    // What actually happened, beside the last round's prediction: the
+    // pages dirtied from the last pre-copy snapshot to the freeze.
+    if (r.seconds > 0) r.throughput = r.page_bytes / r.seconds;
+    if (last_snapshot) {
+      double s = std::chrono::duration<double>(*frozen_at_ - *last_snapshot).count();
+      if (s > 0) r.dirty_rate = r.page_bytes / s;
+    }
+    rep_.rounds.push_back(r);
     conn_->send(FrameType::DumpDone);
   }
 
@@ -189,7 +209,9 @@ class Sender {
     mkdir_p(dir, 0700);
     ImageStreamer streamer(*conn_, dir, std::to_string(round_));
     streamer.start();
-    auto c0 = Clock::now();
+    auto c0 = Clock::now();  // CRIU starts: its snapshot of the dirty pages
+    since_prev_snapshot_ = last_snapshot_ ? std::chrono::duration<double>(c0 - *last_snapshot_).count() : 0;
+    last_snapshot_ = c0;
     if (final) {
       src_.dump(dir, start.parent, page_fd.get());
       rep_.verbs = VerbsReport::read(dir);  // the verbs plugin's crx-verbs-dump.json
@@ -248,6 +270,8 @@ class Sender {
   bool needs_resume_ = false;
   bool committing_ = false;
   std::optional<Clock::time_point> frozen_at_;
+  std::optional<Clock::time_point> last_snapshot_;  // the last round's CRIU start
+  double since_prev_snapshot_ = 0;
   std::optional<Clock::time_point> running_again_at_;
 };
 

@@ -12,6 +12,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "migrate/image_stream.hpp"
+#include "migrate/precopy.hpp"
 #include "migrate/receiver.hpp"
 #include "migrate/sender.hpp"
 #include "migrate_test_wire.hpp"
@@ -138,6 +139,7 @@ struct Harness {
   FakeSource src;
   FakeDestination dst;
   int pre_copy = 0;
+  bool pre_copy_auto = false;
   std::string id = "c1";
   std::atomic<bool> cancel{false};
 
@@ -167,6 +169,7 @@ struct Harness {
     so.manifest.config_sha256 = "00";
     so.work_dir = root + "/src";
     so.pre_copy = PreCopyPolicy{pre_copy, 20};
+    so.pre_copy.adaptive = pre_copy_auto;
     so.timeout = 10s;
     so.restore_timeout = 10s;
     so.cancel = &cancel;
@@ -204,6 +207,35 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_FALSE(crx::path_exists(h.root + "/src"));
   EXPECT_FALSE(crx::path_exists(h.root + "/dst/c1-" ));
   EXPECT_NE(r.sender.to_json().find("\"outcome\":\"migrated\""), std::string::npos);
+}
+
+TEST(MigrateProtocol, AutoPreCopyMeasuresEveryRoundAndSaysWhyItStopped) {
+  // How many rounds depends on the loopback's timing; what each round
+  // reports and that auto stops with a reason does not.
+  Harness h;
+  h.pre_copy_auto = true;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  ASSERT_GE(r.sender.rounds.size(), 2u);
+  ASSERT_LE(r.sender.rounds.size(), static_cast<size_t>(kAutoMaxRounds) + 1);
+  EXPECT_EQ(r.sender.rounds[0].page_bytes, 8u << 20);
+  for (const auto& round : r.sender.rounds) {
+    EXPECT_GT(round.throughput, 0) << round.round;
+    if (!round.final) {
+      EXPECT_GT(round.bandwidth, 0) << round.round;
+    }
+    if (round.round >= 2) {
+      EXPECT_GT(round.dirty_rate, 0) << round.round;
+    }
+    if (!round.final && round.round >= 2) {
+      EXPECT_TRUE(round.predicted_downtime) << round.round;
+    }
+  }
+  EXPECT_TRUE(r.sender.rounds.back().final);
+  EXPECT_FALSE(r.sender.pre_copy_stop.empty());
+  EXPECT_EQ(r.sender.pre_copy_mode, "auto");
+  EXPECT_NE(r.sender.to_text().find("pre-copy stopped (auto): "), std::string::npos);
+  EXPECT_EQ(h.src.destroys, 1);
 }
 
 TEST(MigrateProtocol, RestoreFailureResumesTheSource) {

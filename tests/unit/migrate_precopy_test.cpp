@@ -172,6 +172,8 @@ TEST(MigratePreCopyAuto, DirtySetThatStopsShrinkingStopsEvenBelowTheRateLimit) {
   EXPECT_EQ(p.stop_reason(),
             "dirty set stopped shrinking: 64.0 MiB -> 60.0 MiB (6% < 20%); dirty rate 7.5 MiB/s, "
             "bandwidth 17.1 MiB/s");
+  // The final round carries the working set again, not 7.5 MiB/s * 4 s.
+  EXPECT_EQ(*p.estimates()[1].predicted_final_bytes, 60ull << 20);
 }
 
 TEST(MigratePreCopyAuto, BandwidthCollapseIsSeenInTheNextRound) {

@@ -22,6 +22,7 @@ CRX = os.path.join(BUILD, "crx")
 KEY = "0123456789abcdef0123456789abcdef"
 PORT = 7070
 RELAY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tamper_relay.py")
+DIRTIER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "dirtier.c")
 
 
 COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; done"
@@ -233,6 +234,76 @@ class MigrateTest(Receiving, Base):
                                         "echo z > /dev/null; head -c 4 /dev/zero | wc -c'").split(),
                          ["w", "4"])
         self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
+    def test_pre_copy_auto_stops_early_for_a_hot_container_and_soon_for_an_idle_one(self):
+        """--pre-copy auto (runtime/migrate/precopy.hpp): dirtier.c rewrites
+        all of its 32 MiB every 50 ms ("hot"), far faster than the link
+        moves it, so round 2 carries round 1 again and auto stops there; an
+        idle one ("idle") dirties almost nothing after round 1, so round 2
+        predicts a negligible final round. Both check every page's contents
+        after the move (a stale page logs BAD and exits)."""
+        tb = self.boot(2, rxe=False)
+        for name in ("hot", "idle"):
+            b = make_bundle(tb.scratch, name=f"bundle-{name}",
+                            script=f"exec /dirtier {name} 32 /out/{name}.log")
+            subprocess.run(["cc", "-O2", "-static", "-o", os.path.join(b, "rootfs", "dirtier"),
+                            DIRTIER], check=True)
+            for k in (0, 1):
+                self.sh(tb, k, f"cp -a {b} /tmp/bundle-{name}")
+        for k in (0, 1):
+            self.sh(tb, k, f"printf %s {KEY} > /tmp/key && chmod 600 /tmp/key")
+
+        def log(name):
+            out = self.sh(tb, 0, f"cat {tb.scratch}/out/{name}.log 2>/dev/null || true")
+            self.assertNotIn("BAD", out, f"{name}: the memory is not what it wrote")
+            return [int(x) for x in out.split()]
+
+        reports = {}
+        for name in ("hot", "idle"):
+            self.sh(tb, 0, f"{CRX} run -d -b /tmp/bundle-{name} {name} </dev/null >/dev/null 2>&1",
+                    timeout=300)
+            wait_for_count(lambda: log(name), 3)
+        for name in ("hot", "idle"):
+            rh = self.start_receiver(tb)
+            rc, out, err = tb.run(0, f"{CRX} migrate {name} --to {tb.ip(1)}:{PORT} --key /tmp/key "
+                                     f"--pre-copy auto --format json", timeout=900)
+            rrc, rout, rerr = tb.wait(rh, timeout=300)
+            self.assertEqual(rc, 0, f"{name}: migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+            self.assertEqual(rrc, 0, rerr)
+            report = json.loads(out.strip().splitlines()[-1])
+            print(f"{name}: sender report:", json.dumps(report, indent=1), flush=True)
+            reports[name] = report
+            self.assertEqual(report["outcome"], "migrated")
+            self.assertEqual(report["pre_copy"]["mode"], "auto")
+            rounds = report["rounds"]
+            self.assertTrue(rounds[-1]["final"] and not any(r["final"] for r in rounds[:-1]), rounds)
+            for r in rounds[:-1]:
+                self.assertGreater(r["bandwidth_bytes_per_second"], 0, r)
+            self.assertIn("predicted_final_bytes", rounds[-2])
+            self.assertIn("actual_downtime_seconds", report["pre_copy"])
+            # Data intact: it counts on where it stopped, its pages checked.
+            self.assertIsNone(self.state(tb, 0, name)[0])
+            self.assertEqual(self.state(tb, 1, name)[0], "running")
+            c = log(name)
+            after = wait_for_count(lambda: log(name), c[-1] + 3)
+            self.assertEqual(after, list(range(len(after))), f"{name}: the count restarted or skipped")
+        hot, idle = reports["hot"], reports["idle"]
+        # Hot: round 2 measured the dirty rate, and it was hopeless.
+        self.assertEqual(hot["pre_copy"]["rounds"], 2, hot["pre_copy"])
+        self.assertRegex(hot["pre_copy"]["stop"],
+                         r"rounds cannot converge$|^dirty set stopped shrinking: ")
+        self.assertGreaterEqual(hot["rounds"][1]["page_bytes"], 32 << 20)
+        self.assertGreaterEqual(hot["rounds"][2]["page_bytes"], 32 << 20,
+                                "the final round carries the whole hot set")
+        self.assertGreaterEqual(hot["pre_copy"]["predicted_final_bytes"], 32 << 20,
+                                "round 2 found the set dirty again: so will the final round")
+        # Idle: round 2 found almost nothing dirty; the final round is small.
+        self.assertEqual(idle["pre_copy"]["rounds"], 2, idle["pre_copy"])
+        self.assertRegex(idle["pre_copy"]["stop"],
+                         r"^predicted final round .* under 10% of the fixed downtime|^nothing dirty$")
+        self.assertLess(idle["rounds"][2]["page_bytes"], idle["rounds"][0]["page_bytes"] // 8)
+        for name in ("hot", "idle"):
+            self.sh(tb, 1, f"{CRX} kill {name} KILL && sleep 1 && {CRX} delete {name}", timeout=120)
 
     def test_counter_in_a_netns_joined_by_path_moves(self):
         """The containerd/CNI case: config.json joins /var/run/netns/ctr,

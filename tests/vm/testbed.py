@@ -53,6 +53,7 @@ API (stdlib only; run with Debian's /usr/bin/python3):
   tb.kill(handle, sig=signal.SIGKILL)              signal its process group
   tb.run_all(cmd, timeout=120, check=False) -> [(rc, out, err)] for every guest
   tb.console(k) -> str                             guest k's console log so far
+  tb.monitor(k, cmd) -> str                        qemu's monitor (HMP) answer for guest k
   tb.kill_guest(k)                                 power guest k off hard
 
   Testbed(...).start() returns the booted test bed and tb.close() tears it
@@ -446,6 +447,7 @@ class Guest:
         os.makedirs(self.dir)
         self.console_path = os.path.join(self.dir, "console.log")
         self.sock_path = os.path.join(self.dir, "agent.sock")
+        self.monitor_path = os.path.join(self.dir, "monitor.sock")
         self.proc = None
         self.sock = None
         self.hello = threading.Event()
@@ -463,6 +465,11 @@ class Guest:
         cmdline = [
             "console=ttyS0", "panic=-1", "mitigations=off", "loglevel=4", "edd=off",
             "cryptomgr.notests", "audit=0", "8250.nr_uarts=1",
+            # with two possible CPUs (-smp 1,maxcpus=2, below) and TCG's CPU
+            # not Intel, 6.1 would call the TSC unsynchronized and fall back
+            # to the HPET: every clock read an emulated MMIO access, and
+            # perftest's clock check fails; one vCPU has one TSC
+            "tsc=reliable",
             f"crx.name={self.name}", f"crx.ip={self.ip}/24",
             "crx.hosts=" + ",".join(f"{g.name}={g.ip}" for g in tb.guests),
             f"crx.scratch={tb.scratch}", f"crx.rxe={1 if tb.rxe else 0}",
@@ -479,7 +486,17 @@ class Guest:
             QEMU, "-name", self.name, "-nodefaults", "-no-user-config", "-nographic",
             *(["-accel", "tcg"] if tb.icount is None else
               ["-accel", "tcg,thread=single", "-icount", tb.icount]),
-            "-cpu", "max", "-smp", "1", "-m", str(tb.memory_mb),
+            # One vCPU, but maxcpus=2: qemu 7.2 translates the guest's
+            # barriers (x86 Linux's virt_mb is `lock addl`, virtio_store_mb
+            # an xchg) into real host atomics only when more than one CPU
+            # may exist. With max_cpus 1 they become plain loads and stores,
+            # while qemu's main loop serves the virtqueues in another host
+            # thread: the virtio kick/interrupt handshake (store, fence,
+            # load on each side) can then lose a kick or an interrupt, and a
+            # virtio-net TX queue that loses one under load is dead for good
+            # (6.1's virtio_net only logs its TX watchdog). See
+            # tests/vm/README.md, "One vCPU, two possible".
+            "-cpu", "max", "-smp", "1,maxcpus=2", "-m", str(tb.memory_mb),
             "-no-reboot", "-bios", "qboot.rom",
             "-kernel", tb.cfg["CRX_VM_VMLINUX"], "-initrd", tb.cfg["CRX_VM_INITRD"],
             "-append", " ".join(cmdline),
@@ -491,7 +508,10 @@ class Guest:
             "-virtfs", f"local,path={_qopt(tb.scratch)},mount_tag=scratch,"
                        "security_model=passthrough,multidevs=remap",
             "-netdev", f"tap,id=n0,ifname={TAP}{self.k},script=no,downscript=no,vhost=off",
-            "-device", f"virtio-net-pci,netdev=n0,mac={self.mac},romfile=",
+            "-device", f"virtio-net-pci,id=nic0,netdev=n0,mac={self.mac},romfile=",
+            # qemu's human monitor, for looking at a live guest's devices
+            # (tb.monitor(k, "info virtio-queue-status ...")).
+            "-monitor", f"unix:{_qopt(self.monitor_path)},server=on,wait=off",
             "-device", "virtio-serial-pci",
             "-chardev", f"socket,id=agent,path={_qopt(self.sock_path)},server=on,wait=off",
             "-device", "virtserialport,chardev=agent,name=crx.agent",
@@ -524,6 +544,26 @@ class Guest:
             h.done.set()
             h.started.set()
         self.hello.set()
+
+    def monitor(self, cmd, timeout):
+        prompt = b"(qemu) "
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(timeout)
+            s.connect(self.monitor_path)
+            buf = b""
+            def until_prompt(buf):
+                while not buf.endswith(prompt):
+                    chunk = s.recv(65536)
+                    if not chunk:
+                        raise TestbedError(f"{self.name}: qemu monitor closed")
+                    buf += chunk
+                return buf
+            until_prompt(buf)
+            s.sendall(cmd.encode() + b"\n")
+            out = until_prompt(b"")
+        # the echo of the command comes first, then the answer
+        lines = out[:-len(prompt)].decode("utf-8", "replace").replace("\r", "").split("\n")
+        return "\n".join(lines[1:]).strip()
 
     def kill(self):
         if self.proc and self.proc.poll() is None:
@@ -786,6 +826,12 @@ class Testbed:
 
     def kill_guest(self, k):
         self._guest(k).kill()
+
+    def monitor(self, k, cmd, timeout=10):
+        """The answer of guest k's qemu monitor (HMP) to one command, e.g.
+        "info virtio-queue-status /machine/peripheral/nic0/virtio-backend 1"
+        (the NIC's TX queue); works while the guest itself is stuck."""
+        return self._guest(k).monitor(cmd, timeout)
 
     # -- commands -----------------------------------------------------------
     def spawn(self, k, cmd, env=None):

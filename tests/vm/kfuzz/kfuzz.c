@@ -5,6 +5,7 @@
  *   kfuzz fuzz [--iters N] [--seed S] [--lib-every K] [--crash-dir DIR]
  *   kfuzz replay FILE...
  *   kfuzz perm --expect eperm|ok
+ *   kfuzz mkcase NAME DIR
  *
  * fuzz: builds a world of real objects on rxe0 (context, completion
  *   channel, PD, a pinned and an unpinned MR, two CQs, an SRQ, an RC pair
@@ -33,7 +34,12 @@
  *   seconds, after saving the operation that hangs.
  *
  * replay: builds the world and issues each saved operation once
- *   (regression cases).  Exit 0 if the kernel stayed untainted.
+ *   (regression cases; the files NAME-K.kfz of one case share a world,
+ *   each case gets a fresh one).  Exit 0 if the kernel stayed untainted.
+ *
+ * mkcase: writes the files of a hand-made regression case (see
+ *   do_mkcase()): findings that took a sequence of operations, as edits
+ *   of the world's valid inputs, which depend on the world's QPNs.
  *
  * perm: creates a world like fuzz does and calls every method, with its
  *   valid input and with a garbage one.  --expect eperm: every call must
@@ -1388,9 +1394,6 @@ static int run_op(struct opbuf *o)
 		return err;
 	}
 	case OP_QUEUE_MMAP: {
-		struct rxe_migr_queue_mmap_out out;
-		int ret;
-
 		/* op_call's output buffer is internal: ask again for the
 		 * offset with the library when the input was valid */
 		err = op_call(o);
@@ -1409,8 +1412,6 @@ static int run_op(struct opbuf *o)
 				if (p != MAP_FAILED)
 					munmap(p, size);
 			}
-			(void)out;
-			(void)ret;
 		}
 		return err;
 	}

@@ -61,7 +61,7 @@ SIZE = 65536
 # Seconds each migrated run should last (and its minimum: the migration
 # starts after MIGRATE_AFTER seconds of traffic and must end before the
 # run does).
-RUN_SECONDS = float(os.environ.get("CRX_VM_PERFTEST_SECONDS", "30"))
+RUN_SECONDS = float(os.environ.get("CRX_VM_PERFTEST_SECONDS", "40"))
 MIGRATE_AFTER = 5
 # Packets (of at most 1 KiB: rxe's path MTU here) that g2's rxe0 must move
 # after the restore for the run to count as migrated mid-run.
@@ -167,11 +167,10 @@ class RdmaPerftestTest(RdmaBedCase):
             json.dump(spec, f, indent=1)
         return b
 
-    def migrate_with_address(self, cid, src, dst):
-        """crx migrate --tcp-established cid from guest src to dst, the
-        service address moving with it; returns the report."""
-        log = f"/tmp/receive-{cid}-{dst}.log"
-        rh = self.start_receive(dst, log)
+    def migrate_with_address(self, cid, src, dst, rh, log):
+        """crx migrate --tcp-established cid from guest src to dst (whose
+        receiver rh, logging to log, listens already), the service address
+        moving with it; returns the report."""
         hold = f"INPUT -d {SERVICE_IP} -j DROP"
         self.sh(self.tb, src, f"ip addr del {SERVICE_IP}/32 dev eth0")
         self.sh(self.tb, dst, f"ip addr add {SERVICE_IP}/32 dev eth0 && iptables -w -I {hold}")
@@ -206,15 +205,14 @@ class RdmaPerftestTest(RdmaBedCase):
                       f"{cid} must be on g{dst} after the move\n{self.diag(1, dst, cid)}")
         return report
 
-    def rolled_back_with_address(self, cid, src, dst):
-        """crx migrate of cid from guest src to dst whose restore fails (the
-        CRIU plugin hidden on dst): the migration rolls back, the service
-        address comes back to src; returns the report."""
+    def rolled_back_with_address(self, cid, src, dst, rh, log):
+        """crx migrate of cid from guest src to dst (receiver rh listening,
+        logging to log) whose restore fails (the CRIU plugin hidden on
+        dst): the migration rolls back, the service address comes back to
+        src; returns the report."""
         plugins = os.path.join(BUILD, "criu-plugins")
         self.sh(self.tb, dst, f"mount -t tmpfs none {plugins}")
-        log = f"/tmp/receive-{cid}-{dst}.log"
         try:
-            rh = self.start_receive(dst, log)
             hold = f"INPUT -d {SERVICE_IP} -j DROP"
             self.sh(self.tb, src, f"ip addr del {SERVICE_IP}/32 dev eth0")
             self.sh(self.tb, dst, f"ip addr add {SERVICE_IP}/32 dev eth0 && iptables -w -I {hold}")
@@ -292,6 +290,8 @@ class RdmaPerftestTest(RdmaBedCase):
                                f"iptables -w -D INPUT -d {SERVICE_IP} -j DROP 2>/dev/null; "
                                f"{CRX} kill {cid} KILL 2>/dev/null; sleep 1; "
                                f"{CRX} delete {cid} 2>/dev/null", timeout=120)
+            # a receiver that never got its migration (the case failed first)
+            self.tb.run(2, "pkill -f '^[^ ]*crx receive' 2>/dev/null; true")
             self.tb.run(1, f"ip neigh flush to {SERVICE_IP}")
 
     def run_migrated_at(self, tool, cid, opts, n, port, client_out, roll_back):
@@ -300,6 +300,11 @@ class RdmaPerftestTest(RdmaBedCase):
                 self.tb.run(k, "mount -t debugfs none /sys/kernel/debug 2>/dev/null; "
                                "echo 'module rdma_rxe +p' >/sys/kernel/debug/dynamic_debug/control")
         b = self.make_server_bundle(cid, f"{tool} {opts}")
+        # The receiver listens before the run starts: under TCG each command
+        # in a guest takes a second or more, and the run is only RUN_SECONDS
+        # long (a send run once ended before the freeze).
+        log = f"/tmp/receive-{cid}-2.log"
+        rh = self.start_receive(2, log)
         self.sh(self.tb, 0, f"{CRX} run -d -b {b} {cid} </dev/null >/dev/null 2>&1", timeout=300)
         self.wait_listening(0, port, lambda: self.diag(0, cid))
         base = self.rxe_packets(0)
@@ -326,10 +331,10 @@ class RdmaPerftestTest(RdmaBedCase):
         at = 0 if roll_back else 2
         q0 = self.rxe_packets(at)
         if roll_back:
-            report = self.rolled_back_with_address(cid, 0, 2)
+            report = self.rolled_back_with_address(cid, 0, 2, rh, log)
             q0 = self.rxe_packets(at)  # g0 counts on from the thaw
         else:
-            report = self.migrate_with_address(cid, 0, 2)
+            report = self.migrate_with_address(cid, 0, 2, rh, log)
         self.assertEqual(report["verbs"]["objects"]["qp"], 1, f"the report's verbs part: {report}")
         # Mid-run: the traffic goes on (the client may be done by the time
         # crx migrate returns when the first move of a boot is slow; its

@@ -587,11 +587,9 @@ struct create_params {
 	uint32_t count;		/* QP/SRQ/CQ size */
 };
 
-#define OP_BUF (sizeof(struct kfz_op) + MAX_IN + 4096)
-
 struct opbuf {
 	struct kfz_op h;
-	uint8_t data[MAX_IN + 4096];
+	uint8_t data[DUMP_MAX];	/* a method's input, or a whole dump */
 };
 
 static struct opbuf *cur;	/* in flight; a shared file mapping if any */
@@ -1460,6 +1458,18 @@ static void save_op(const struct opbuf *o, const char *name)
 	fflush(stdout);
 }
 
+/* the kernel's log next to the saved operation */
+static void save_log(void)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "dmesg > '%s/dmesg.txt'", crash_dir);
+	if (system(cmd))
+		printf("cannot save the kernel log\n");
+	else
+		printf("saved %s/dmesg.txt\n", crash_dir);
+}
+
 static void *watchdog(void *arg)
 {
 	unsigned long last = (unsigned long)-1;
@@ -1474,6 +1484,7 @@ static void *watchdog(void *arg)
 			printf("FAIL no progress for %d s in op %s (iteration %u)\n",
 			       WATCHDOG_S, op_name[cur->h.op], cur->h.seq);
 			save_op(cur, "hang.kfz");
+			save_log();
 			fflush(stdout);
 			_exit(3);
 		}
@@ -1605,6 +1616,7 @@ static int do_fuzz(uint64_t iters, uint64_t seed, uint32_t lib_every)
 			       " (op %s, answer %d)\n", t0, t, i,
 			       op_name[cur->h.op], err);
 			save_op(cur, "taint.kfz");
+			save_log();
 			print_stats();
 			return 1;
 		}

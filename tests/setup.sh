@@ -3,7 +3,7 @@
 # builds and tests with (Open MPI + UCX for bundles/mpi and tests/vm/mpi;
 # Debian's packaging tools, dkms and systemd-analyze for tests/package; clang +
 # libclang-rt-dev, whose libclang_rt.fuzzer-x86_64.a is libFuzzer, for
-# tests/fuzz),
+# tests/fuzz; ccache, which the build uses when present),
 # then the parts that cache themselves under
 # ${CRX_CACHE:-~/.cache/crx} (guest kernel + initramfs, patched rxe module).
 # Idempotent and quick when everything is in place.
@@ -20,7 +20,7 @@ packages="cmake g++ ninja-build pkg-config clang libclang-rt-dev
   python3-matplotlib
   containerd umoci bsdutils python3 hyperfine time
   openmpi-bin libopenmpi-dev ucx-utils libucx0
-  dpkg-dev debhelper dh-dkms dkms fakeroot lintian systemd"
+  dpkg-dev debhelper dh-dkms dkms fakeroot lintian systemd ccache"
 missing=""
 for p in $packages; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

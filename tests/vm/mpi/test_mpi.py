@@ -207,15 +207,13 @@ class MpiTest(VmTestCase):
     def test_3_jacobi_over_tcp_rank0_moves_to_g3(self):
         """UCX over TCP between the ranks' own addresses: rank 0's container
         (orted, rank, its TCP connections to mpirun and to both peers) moves
-        g0 -> g3 mid-run with its address; the job finishes right."""
-        ref, ref_took = self.mpirun("mpi-jacobi", JACOBI_ARGS, "jacobi-tcp", ucx=UCX_TCP_ENV)
-        self.assertEqual(ref["checksum"], self.reference["checksum"])
-        self.bed.wait_gone()
+        g0 -> g3 mid-run with its address; the job finishes right. (No
+        unmigrated TCP run beside it: the checksum to meet is the host
+        run's, and the job's delay is tests/bench/mpi's to measure.)"""
         res, took, move = self.jacobi_with_move("jacobi-tcp-moved", UCX_TCP_ENV)
         self.assert_moved_run(res, move)
         rep = move["report"]
-        print(f"jacobi over tcp: unmigrated {ref_took:.1f} s, migrated {took:.1f} s "
-              f"(delay {took - ref_took:+.1f} s), downtime "
+        print(f"jacobi over tcp: migrated in {took:.1f} s, downtime "
               f"{rep.get('downtime_seconds', 0):.2f} s, move {move['took']:.1f} s", flush=True)
         self.bed.wait_gone()
 

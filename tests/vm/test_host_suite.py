@@ -2,10 +2,29 @@
 """The host integration suite (crx_host_tests) again inside a guest: there
 /sys/fs/cgroup is pure cgroup2 with every controller, so the v2 cgroup
 driver (and the eBPF device filter) is proven by the same tests that prove
-the v1 hybrid driver on the host."""
+the v1 hybrid driver on the host.
+
+Not the whole suite: the suites below never reach the cgroup driver in a
+way the host run does not already prove (argument and config parsing,
+namespaces, rootfs and mounts, process attributes, hooks, console, fds,
+list, runc's output compared), so they are left to the host run; what
+they cost here under TCG (about 40% of the suite) is the vm label's time
+budget. What creates, limits, freezes, joins, updates or removes a
+cgroup, the device filter, and the tests that only run where kernel TLS
+exists (MigrateKernelTls, MigratePageRelay) run here."""
 import os
 
 from vmtest import VmTestCase, main
+
+
+HOST_ONLY = [
+    "ErrorLines.*", "GlobalFlags.*", "Spec.*", "Features.*", "Namespaces.*", "Rootfs.*",
+    "Mounts.*", "Process.*", "Hooks.*", "Console.*", "Fds.*", "List.*", "RuncParity.*",
+    # parsing only; the cases that create and then fail or get killed stay
+    "BadInput.MalformedJson", "BadInput.MissingRequiredFieldNamesItsPath",
+    "BadInput.WrongTypeNamesItsPath", "BadInput.MissingRootfs", "BadInput.UnknownCapability",
+    "BadInput.UnknownNamespaceType", "BadInput.InvalidIds",
+]
 
 
 class HostSuiteInGuest(VmTestCase):
@@ -15,7 +34,8 @@ class HostSuiteInGuest(VmTestCase):
         tb = self.boot(1, rxe=False, cache="none")
         self.assertIn("cgroup2", self.sh(tb, 0, "stat -f -c %T /sys/fs/cgroup"))
         # fewer leak cycles under TCG; the 500-cycle run happens on the host
-        rc, out, err = tb.run(0, f"CRX_LEAK_CYCLES=50 {binary} --gtest_brief=1 2>&1", timeout=1500)
+        rc, out, err = tb.run(0, f"CRX_LEAK_CYCLES=50 {binary} --gtest_brief=1 "
+                                 f"--gtest_filter=-{':'.join(HOST_ONLY)} 2>&1", timeout=1500)
         print(out[-6000:])
         self.assertEqual(rc, 0, "crx_host_tests failed in the guest (pure cgroup v2)")
         self.assertIn("PASSED", out)

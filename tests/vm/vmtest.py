@@ -63,6 +63,29 @@ def boot_shared(n, prepare, **kw):
     return tb
 
 
+# What a guest's first migration loads on both ends: CRIU's socket dumping
+# (*_diag) and checks (tun, veth, crc32c), its network lock (nf_tables) and
+# kernel TLS with AES-GCM. About 20 modprobes, 6-8 s under TCG, that made a
+# bed's first migration freeze that much longer than the next ones (a real
+# host pays milliseconds once), and cases that run traffic for a fixed time
+# against their moves lost it.
+MIGRATION_MODULES = ("tls gcm ctr ghash_clmulni_intel cryptd crc32c_intel libcrc32c "
+                     "af_packet_diag inet_diag tcp_diag udp_diag raw_diag unix_diag "
+                     "netlink_diag nf_tables nfnetlink tun veth")
+
+
+def warm_for_migration_cmd(crx):
+    """A guest command that loads MIGRATION_MODULES and reads crx, criu and
+    CRIU's plugins once (cold 9p reads under TCG); never fails."""
+    return (f"modprobe -a {MIGRATION_MODULES} 2>/dev/null; cat {crx} $(command -v criu) "
+            f"{os.path.dirname(crx)}/criu-plugins/*.so >/dev/null 2>&1; true")
+
+
+def warm_for_migration(tb, crx):
+    """warm_for_migration_cmd in every guest of tb, in parallel."""
+    tb.run_all(warm_for_migration_cmd(crx), timeout=180)
+
+
 def rdma_setup(tb, crx, ranges, key, key_path, verbose=False):
     """Every guest k of tb: /etc/crx/config.yaml naming rxe0 on eth0 with
     the QPN, MR and AH index range ranges[k] (disjoint per guest, so that
@@ -76,7 +99,8 @@ def rdma_setup(tb, crx, ranges, key, key_path, verbose=False):
                f"  ahn_min: {lo:#x}\n  ahn_max: {hi:#x}\n")
         tb.run(k, f"mkdir -p /etc/crx && cat > /etc/crx/config.yaml <<'EOF'\n{cfg}EOF\n"
                   f"printf %s {key} > {key_path} && chmod 600 {key_path}", check=True)
-    for k, (rc, out, err) in enumerate(tb.run_all(f"{crx} rdma setup && {crx} rdma status",
+    for k, (rc, out, err) in enumerate(tb.run_all(f"{warm_for_migration_cmd(crx)}; "
+                                                  f"{crx} rdma setup && {crx} rdma status",
                                                   timeout=180)):
         if verbose:
             print(f"g{k}: crx rdma setup:\n{out}{err}", flush=True)

@@ -65,7 +65,11 @@ class RdmaMigrateTest(RdmaBedCase):
         # own struct cred and ib_uverbs refuses write() (the CQ's notify)
         # from a thread whose cred is not the file's, unless the plugin has
         # the threads share one (rxe-patches 0015, ADOPT_CRED's THREADS).
-        cid, count = "seq2", 3000
+        # The sender keeps to its rate by the clock and catches up after a
+        # stall, so the run ends count/rate seconds after it began however
+        # long the moves froze it: 50 s holds two moves of up to ~20 s each
+        # (the first of a bed took 10-12 s here, more on a loaded CI host).
+        cid, count = "seq2", 5000
         sender = self.start_pair(cid, 18602, count, 100, recv_args="--worker-thread")
         n = self.wait_progress(cid, 200)
         rep = self.migrate(cid, 0, 2)
@@ -317,7 +321,7 @@ class RdmaMigrateTest(RdmaBedCase):
         """Sender on g1 with budget; crx migrate g0->g2 with args, its
         traffic (TCP to MPORT, nothing else) leaving g0 through a 512 kbit/s
         tbf; both ends must finish ok."""
-        count = 4000
+        count = 5000  # the dump crawls for 10-25 s within the run (see test_2)
         sender = self.start_pair(cid, port, count, 100, budget)
         n = self.wait_progress(cid, 200)
         self.tc(0, "tc qdisc add dev eth0 parent 1:3 handle 30: "

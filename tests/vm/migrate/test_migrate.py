@@ -567,11 +567,7 @@ class ContainerStateMigrateTest(Receiving, Base):
     exec), the paused state, resources changed with crx update, the
     annotations, owner, pid file and cgroup path. One pair of guests for all
     cases; each case starts a fresh c1 and removes it."""
-    tb = None
-
-    @classmethod
-    def setUpClass(cls):
-        cls.tb = boot_shared(2, cls.prepare, rxe=False)
+    guests = 2
 
     @classmethod
     def prepare(cls, tb):
@@ -597,11 +593,6 @@ class ContainerStateMigrateTest(Receiving, Base):
             tb.run(k, f"cp -a {b} /tmp/bundle && cp -a {z} /tmp/bundle-z && "
                       f"printf %s {KEY} > /tmp/key && "
                       "chmod 600 /tmp/key && mkdir -p /tmp/extra-src", check=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        if cls.tb:
-            cls.tb.close()
 
     def setUp(self):
         tb = self.tb

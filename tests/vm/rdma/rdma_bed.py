@@ -183,9 +183,9 @@ class RdmaBedCase(VmTestCase):
             self.tb.run(k, f"ping -c 1 -W 1 {self.tb.ip(1 if k != 1 else 0)}")
             try:
                 wait_until(lambda: self.state(k, cid) == "stopped", 15, "stopped", interval=0.5)
-                diag += "\n=> it stopped once g%d sent a packet (virtio_net reclaimed its TX ring)" % k
+                diag += f"\n=> it stopped once g{k} sent a packet (virtio_net reclaimed its TX ring)"
             except AssertionError:
-                diag += "\n=> still not stopped 15 s after g%d sent a packet" % k
+                diag += f"\n=> still not stopped 15 s after g{k} sent a packet"
             self.fail(f"{cid} did not stop after its process finished:\n{diag}")
         self.sh(self.tb, k, f"{CRX} delete {cid}")
 

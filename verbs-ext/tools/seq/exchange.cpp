@@ -15,6 +15,7 @@
 
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
+#include "seq/clock.hpp"
 
 namespace crx::verbs_seq {
 
@@ -42,8 +43,14 @@ UniqueFd accept_peer(const std::string& address, uint16_t port, double timeout_s
   if (::bind(listener.get(), reinterpret_cast<sockaddr*>(&sa), sizeof sa))
     throw_errno("bind " + address + ":" + std::to_string(port));
   if (::listen(listener.get(), 1)) throw_errno("listen");
+  // The wait goes on through EINTR unless a stop signal set its flag: a
+  // process restored by CRIU while it waited here gets EINTR from the poll
+  // (CRIU cannot restart a poll with a timeout), and must keep listening.
+  auto deadline = deadline_after(timeout_s);
   pollfd pfd{listener.get(), POLLIN, 0};
-  int r = ::poll(&pfd, 1, static_cast<int>(timeout_s * 1000));
+  int r;
+  while ((r = ::poll(&pfd, 1, remaining_ms(deadline))) < 0 && errno == EINTR && !g_stop_signal) {
+  }
   if (r < 0) throw_errno("poll on the listening socket");
   if (r == 0) throw Error("no peer connected to port " + std::to_string(port) + " within the setup timeout");
   UniqueFd peer(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));

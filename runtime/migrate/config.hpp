@@ -3,7 +3,8 @@
 //   migration:
 //     listen: 0.0.0.0:7070          # crx receive --listen
 //     key_file: /etc/crx/migrate.key  # 0600, shared by both hosts
-//     image_dir: /run/crx/migrate   # RAM (tmpfs) dirs for images
+//     image_dir: /run/crx-migrate   # RAM (tmpfs) dirs for images; not in
+//                                   # the state root (it would take an id)
 //     timeout_seconds: 60           # per network step
 //     insecure_plaintext: false     # true: no TLS (--insecure-plaintext);
 //                                   # both ends must agree
@@ -40,7 +41,7 @@ struct PreCopyPolicy {
 struct MigrateConfig {
   std::string listen = "0.0.0.0:7070";
   std::string key_file = "/etc/crx/migrate.key";
-  std::string image_dir = "/run/crx/migrate";
+  std::string image_dir = "/run/crx-migrate";
   int timeout_seconds = 60;
   bool insecure_plaintext = false;
   // X.509 instead of the shared key (cert_credentials.hpp): all three

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "common/error.hpp"
+#include "container/create.hpp"
 #include "migrate/config.hpp"
 
 namespace {
@@ -25,7 +26,17 @@ TEST(MigrateConfig, EmptyFileOrOtherSectionsGiveDefaults) {
   EXPECT_EQ(c.pre_copy.max_rounds, 0);
   EXPECT_FALSE(c.insecure_plaintext) << "TLS unless asked otherwise";
   auto d = parse_migrate_config("runtime:\n  root: /run/crx\n", "x");
-  EXPECT_EQ(d.image_dir, "/run/crx/migrate");
+  EXPECT_EQ(d.image_dir, "/run/crx-migrate");
+}
+
+// The RAM dir must not lie in crx's state root: a dir there is taken for a
+// container's state dir, and `crx create migrate` failed with "already
+// exists" on every host that had sent or received a migration (found by
+// the migration soak, tests/soak).
+TEST(MigrateConfig, DefaultImageDirIsOutsideTheDefaultStateRoot) {
+  const std::string root = crx::container::GlobalOptions{}.root + "/";
+  const std::string dir = crx::migrate::MigrateConfig{}.image_dir;
+  EXPECT_NE(dir.rfind(root, 0), 0u) << dir << " is under " << root;
 }
 
 TEST(MigrateConfig, ReadsEveryKey) {

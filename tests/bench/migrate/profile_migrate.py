@@ -67,7 +67,7 @@ def main():
             bm.sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {bm.KEY} > /tmp/key && "
                          "chmod 600 /tmp/key && mkdir -p /tmp/logs")
         bm.crx_way(tb, crx, 1, "warm", a.pre_copy, a.crx_flags)  # binaries into the page cache
-        keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx/migrate/out-*", dst="/tmp/logs")),
+        keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx-migrate/out-*", dst="/tmp/logs")),
                 tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst="/tmp/logs"))]
         time.sleep(1)
         r = bm.crx_way(tb, crx, a.mib, "prof", a.pre_copy, a.crx_flags)

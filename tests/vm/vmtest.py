@@ -48,6 +48,19 @@ def wait_listening(tb, k, port, what, proc=None, timeout=60):
     wait_until(up, timeout, f"{what} to listen on port {port}", interval=0.3)
 
 
+def report_line(report):
+    """A crx migrate JSON report in one line: outcome, downtime, phases,
+    bytes and the verbs objects moved (the whole report is long, and CI
+    shows a failing test's output only from its start)."""
+    if not report:
+        return f"report: {report!r}"
+    phases = " ".join(f"{p['name']} {p['seconds']:.2f}" for p in report.get("phases", []))
+    sizes = " ".join(f"{k} {v}" for k, v in report.get("bytes", {}).items() if v)
+    verbs = (report.get("verbs") or {}).get("objects")
+    return (f"{report.get('outcome')}: downtime {report.get('downtime_seconds', 0):.2f} s "
+            f"[{phases}] bytes [{sizes}]" + (f" verbs {verbs}" if verbs else ""))
+
+
 def boot_shared(n, prepare, **kw):
     """For setUpClass: boot n guests (Testbed(n, **kw)) that all cases of a
     class share and run prepare(tb); the test bed is closed again when that

@@ -13,8 +13,8 @@ import sys
 import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import (VmTestCase, boot_shared, main, wait_for_count, wait_listening,  # noqa: E402
-                    wait_until, warm_for_migration)
+from vmtest import (VmTestCase, boot_shared, main, report_line, wait_for_count,  # noqa: E402
+                    wait_listening, wait_until, warm_for_migration)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -252,7 +252,7 @@ class MigrateTest(Receiving, Base):
         rounds = report["rounds"]
         self.assertTrue(rounds[-1]["final"] and not rounds[0]["final"], rounds)
         self.assertLess(rounds[-1]["page_bytes"], rounds[0]["page_bytes"], rounds)
-        print("sender report:", json.dumps(report, indent=1), flush=True)
+        print("sender report:", report_line(report), flush=True)
         self.assertEqual(rrc, 0, rerr)
         # Exactly one copy: gone on g0, running on g1 under the same id.
         self.assertIsNone(self.state(tb, 0)[0])
@@ -309,7 +309,7 @@ class MigrateTest(Receiving, Base):
             self.assertEqual(rc, 0, f"{name}: migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
             self.assertEqual(rrc, 0, rerr)
             report = json.loads(out.strip().splitlines()[-1])
-            print(f"{name}: sender report:", json.dumps(report, indent=1), flush=True)
+            print(f"{name}: sender report:", report_line(report), flush=True)
             reports[name] = report
             self.assertEqual(report["outcome"], "migrated")
             self.assertEqual(report["pre_copy"]["mode"], "auto")

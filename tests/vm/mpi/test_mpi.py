@@ -13,8 +13,8 @@ wire-up) on rxe0. Checked: mpi-probe's payloads all arrive intact, eager
 and rendezvous sizes; mpi-jacobi's checksum equals the one of a run of the
 same binary on the host over shared memory/TCP; every rank ran in its own
 container (processor names r0..r2); the containers and addresses are gone
-afterwards. What the job holds (QPs, TCP connections, GIDs) is printed for
-whoever migrates it next; each rank's orted reaches mpirun from the rank's
+afterwards. Each guest's QPs are printed while the job runs (what else
+the job holds, TCP connections, GIDs: bundles/mpi/README.md); each rank's orted reaches mpirun from the rank's
 own address (its container's network namespace), the connection that has
 to move with the rank.
 
@@ -38,7 +38,7 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from mpi_bed import (RANKS, UCX_ENV, UCX_TCP_ENV, MpiBed, host_reference,  # noqa: E402
                      missing, rank_address)
-from vmtest import VmTestCase, main, wait_until  # noqa: E402
+from vmtest import VmTestCase, main, report_line, wait_until  # noqa: E402
 
 # Kills the receiver and its criu mid-restore (how: the script's header).
 KILL_MID_RESTORE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "rdma",
@@ -98,9 +98,10 @@ class MpiTest(VmTestCase):
         return res, took
 
     def snapshot(self):
-        """While mpi-jacobi runs: what the job holds on every guest, printed
-        for whoever migrates a rank next; checks that every rank's OOB
-        connection to mpirun starts at the rank's own address."""
+        """While mpi-jacobi runs: every guest's QPs, printed in one line (the
+        whole listing, with TCP, GIDs and threads, only when a check fails);
+        checks that every rank's OOB connection to mpirun starts at the
+        rank's own address."""
         def rc_qps(k):
             # a rank's QPs are named after the thread that made them: the
             # program's main thread or UCX's "async" thread (lazy wire-up)
@@ -123,13 +124,16 @@ class MpiTest(VmTestCase):
                    "echo '# threads'; for p in $(pgrep mpi-jacobi) $(pgrep orted); do "
                    "echo $p $(cat /proc/$p/comm): $(cat /proc/$p/task/*/comm | tr '\\n' ' '); done; "
                    "echo '# memory'; free -m | sed -n 2p", timeout=120)
-            print(f"g{k} during mpi-jacobi ({time.monotonic() - t:.1f} s):\n{out}{err}", flush=True)
+            qps = [ln.split(" pid ")[0] for ln in out.splitlines() if ln.startswith("link ")]
+            print(f"g{k} during mpi-jacobi ({time.monotonic() - t:.1f} s): "
+                  f"{len(qps)} QPs: {'; '.join(q.split(' type ')[1] for q in qps)}", flush=True)
             oob = [ln for ln in out.splitlines() if ln.startswith("ESTAB") and '"orted"' in ln
                    and f" {self.tb.ip(0)}:" in ln]
-            self.assertTrue(oob, f"g{k}: no OOB connection from the orted to mpirun:\n{out}")
+            self.assertTrue(oob, f"g{k}: no OOB connection from the orted to mpirun:\n{out}{err}")
             for ln in oob:
                 self.assertEqual(ln.split()[3].rsplit(":", 1)[0], rank_address(k),
-                                 f"g{k}: the orted's connection must start at the rank's address")
+                                 f"g{k}: the orted's connection must start at the rank's "
+                                 f"address:\n{out}")
 
     def test_1_probe_eager_and_rendezvous(self):
         res, took = self.mpirun("mpi-probe", PROBE_ARGS, "probe")
@@ -174,9 +178,8 @@ class MpiTest(VmTestCase):
             rec["ns_dst"] = self.tb.run(dst, "ip netns exec crx-mpi-r0 ss -tnpH; ip route; "
                                              "rdma resource show qp | grep -v GSI")[1]
             print(f"{tag}: moved r0 g{src} -> g{dst} at iteration {rec['at']} (rc {rec['rc']}, "
-                  f"{rec['took']:.1f} s): {rec['err'].strip()}\nreport: "
-                  f"{json.dumps(rec['report'], indent=1)}\nQPs of rank 0 on g{src} before: "
-                  f"{rec['qps_before']}\nr0 now: {rec['where']}\ng{dst}:\n{rec['ns_dst']}",
+                  f"{rec['took']:.1f} s): {rec['err'].strip()}\n{report_line(rec['report'])}\n"
+                  f"QPs of rank 0 on g{src} before: {rec['qps_before']}; r0 now: {rec['where']}",
                   flush=True)
 
         def during():
@@ -192,7 +195,8 @@ class MpiTest(VmTestCase):
         self.assertEqual(move["rc"], 0, f"crx-mpi-agent move failed: {move['err']}\n{self.bed.logs()}")
         self.assertEqual(move["report"]["outcome"], "migrated", move["report"])
         self.assertEqual(move["where"], {dst: "running"}, f"rank 0's container runs on g{dst} only")
-        self.assertIn(rank_address(0), move["ns_dst"], f"rank 0's address moved to g{dst}")
+        self.assertIn(rank_address(0), move["ns_dst"],
+                      f"rank 0's address moved to g{dst}:\n{move['ns_dst']}")
 
     def assert_moved_run(self, res, move):
         self.assert_moved(move, 3)

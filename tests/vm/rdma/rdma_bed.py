@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, rdma_setup, wait_until  # noqa: E402
+from vmtest import VmTestCase, rdma_setup, report_line, wait_until  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -251,8 +251,7 @@ class RdmaBedCase(VmTestCase):
                                 f"{self.read(cid + '.err')[-1500:]}")
         self.assertEqual(rrc, 0, f"receiver:\n{rout}\n{rlog}")
         report = json.loads(out.strip().splitlines()[-1])
-        print(f"migrate {cid} g{src} -> g{dst} ({took:.1f} s), report:\n"
-              f"{json.dumps(report, indent=1)}", flush=True)
+        print(f"migrate {cid} g{src} -> g{dst} ({took:.1f} s): {report_line(report)}", flush=True)
         self.assertEqual(report["outcome"], "migrated")
         # quiet success: CRIU's and libnftables' output stays in CRIU's log
         self.assertNotIn("Error", err + rlog, "a successful migration printed an error")

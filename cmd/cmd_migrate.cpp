@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include "checkpoint/criu_rpc.hpp"
 #include "cli.hpp"
@@ -15,6 +16,7 @@
 #include "stop_signals.hpp"
 #include "migrate/config.hpp"
 #include "migrate/criu_sides.hpp"
+#include "migrate/freeze_hook.hpp"
 #include "migrate/manifest.hpp"
 #include "migrate/precopy.hpp"
 #include "migrate/ram_dir.hpp"
@@ -33,6 +35,7 @@ struct MigrateArgs : MigrateConfigArgs {
   double min_shrink = -1;
   bool send_rootfs = false;
   bool kill_exec = false;
+  std::string on_freeze;
   CriuFlagArgs criu;
 };
 
@@ -55,6 +58,14 @@ void register_migrate(Cli& cli) {
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
                 "moved and are killed with the source; without it such a container is refused");
+  sub->add_option("--on-freeze", a->on_freeze,
+                  "shell command run once the container is frozen, before its final dump "
+                  "(e.g. take its address off this host); the migration waits for it, and "
+                  "fails and resumes the container if it exits non-zero")
+      ->check([](const std::string& v) {
+        return v.find_first_not_of(" \t") == std::string::npos ? "empty command"
+                                                               : std::string();
+      });
   a->add_wire_and_format_flags(sub);
   add_criu_flags(sub, a->criu, false);
   sub->callback([&cli, a] {
@@ -94,7 +105,10 @@ void register_migrate(Cli& cli) {
       // processes CRIU would leave behind (unless --kill-exec).
       migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       o.manifest.inventory = criu.inventory().to_json();
-      migrate::VerbsSource source(criu, qps, a->id);
+      migrate::VerbsSource verbs(criu, qps, a->id);
+      std::optional<migrate::FreezeHookSource> hooked;
+      if (!a->on_freeze.empty()) hooked.emplace(verbs, a->on_freeze, a->id, o.timeout);
+      migrate::SourceSide& source = hooked ? static_cast<migrate::SourceSide&>(*hooked) : verbs;
       auto report = migrate::migrate_out(source, o);
       report.inventory = *o.manifest.inventory;
       if (report.outcome == "migrated") {

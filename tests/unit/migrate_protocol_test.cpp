@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "migrate/freeze_hook.hpp"
 #include "migrate/image_stream.hpp"
 #include "migrate/precopy.hpp"
 #include "migrate/receiver.hpp"
@@ -141,6 +142,7 @@ struct Harness {
   int pre_copy = 0;
   bool pre_copy_auto = false;
   std::string id = "c1";
+  std::string on_freeze;  // crx migrate --on-freeze
   std::atomic<bool> cancel{false};
 
   ~Harness() { crx::remove_tree(root); }
@@ -174,7 +176,12 @@ struct Harness {
     so.restore_timeout = 10s;
     so.cancel = &cancel;
     Outcome r;
-    r.sender = migrate_out(src, so);
+    if (on_freeze.empty()) {
+      r.sender = migrate_out(src, so);
+    } else {
+      FreezeHookSource hooked(src, on_freeze, id, 10s);
+      r.sender = migrate_out(hooked, so);
+    }
     r.receiver = receiver.get();
     return r;
   }
@@ -259,6 +266,21 @@ TEST(MigrateProtocol, RefusalOnceFrozenThawsTheSourceBeforeAnyDump) {
   EXPECT_EQ(r.sender.outcome, "rolled back");
   EXPECT_NE(r.sender.error.find("outside its init's process tree"), std::string::npos)
       << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_EQ(h.src.freezes, 1);
+  EXPECT_EQ(h.src.dumps, 0);
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.src.destroys, 0);
+  EXPECT_EQ(h.dst.restores, 0);
+}
+
+TEST(MigrateProtocol, AFailedFreezeHookThawsTheSourceBeforeAnyDump) {
+  Harness h;
+  h.pre_copy = 1;
+  h.on_freeze = "exit 1";
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("--on-freeze"), std::string::npos) << r.sender.error;
   EXPECT_EQ(r.receiver.outcome, "rolled back");
   EXPECT_EQ(h.src.freezes, 1);
   EXPECT_EQ(h.src.dumps, 0);

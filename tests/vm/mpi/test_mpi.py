@@ -163,17 +163,19 @@ class MpiTest(VmTestCase):
         self.bed.wait_gone()
 
     # -- rank 0 moves mid-run ----------------------------------------------------
-    def jacobi_with_move(self, tag, ucx, back=False, args=JACOBI_ARGS):
+    def jacobi_with_move(self, tag, ucx, back=False, args=JACOBI_ARGS, pre_copy=0):
         """mpi-jacobi (args) over the three ranks; rank 0 moves g0 -> g3 once
-        the job passed MOVE_AT_ITER, and with `back` g3 -> g0 again once it
-        passed MOVE_BACK_AT_ITER. Returns (summary, mpirun seconds, move:
-        the first move's record, the second's under "back")."""
+        the job passed MOVE_AT_ITER (with `pre_copy` rounds), and with `back`
+        g3 -> g0 again once it passed MOVE_BACK_AT_ITER. Returns (summary,
+        mpirun seconds, move: the first move's record, the second's under
+        "back")."""
         move = {}
 
         def one(rec, at, src, dst):
             rec["at"] = self.bed.wait_iter(tag, at)
             rec["qps_before"] = self.bed.qps(src)
-            rec["rc"], rec["report"], rec["err"], rec["took"] = self.bed.move("r0", src, dst)
+            rec["rc"], rec["report"], rec["err"], rec["took"] = self.bed.move("r0", src, dst,
+                                                                              pre_copy=pre_copy)
             rec["where"] = self.bed.where("mpi-r0")
             rec["ns_dst"] = self.tb.run(dst, "ip netns exec crx-mpi-r0 ss -tnpH; ip route; "
                                              "rdma resource show qp | grep -v GSI")[1]
@@ -213,8 +215,12 @@ class MpiTest(VmTestCase):
         (orted, rank, its TCP connections to mpirun and to both peers) moves
         g0 -> g3 mid-run with its address; the job finishes right. (No
         unmigrated TCP run beside it: the checksum to meet is the host
-        run's, and the job's delay is tests/bench/mpi's to measure.)"""
-        res, took, move = self.jacobi_with_move("jacobi-tcp-moved", UCX_TCP_ENV)
+        run's, and the job's delay is tests/bench/mpi's to measure.)
+        With one pre-copy round, as an operator moving a TCP rank would:
+        UCX's TCP keepalive resets an idle connection after about 18 s
+        of silence (bundles/mpi/README.md, "Timers"), and the single final
+        round of this rank's pages took 17-23 s on a loaded 2-core host."""
+        res, took, move = self.jacobi_with_move("jacobi-tcp-moved", UCX_TCP_ENV, pre_copy=1)
         self.assert_moved_run(res, move)
         rep = move["report"]
         print(f"jacobi over tcp: migrated in {took:.1f} s, downtime "

@@ -304,10 +304,18 @@ class RdmaMigrateTest(RdmaBedCase):
                   f"g1 {self.rxe_counters(1)}\ng2 {self.rxe_counters(2)}\n"
                   + self.tb.run(1, "rdma resource show qp")[1]
                   + self.tb.run(2, "rdma resource show qp; dmesg | tail -20")[1]
-                  + "receiver's threads on g2:\n"
-                  + self.tb.run(2, f"p=$({CRX} state {cid} | sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p'); "
-                                   "for t in /proc/$p/task/*; do echo $t; "
-                                   "grep -E '^(State|SigBlk)' $t/status; cat $t/stack; done")[1],
+                  + f"crx state on g2: {self.tb.run(2, f'{CRX} state {cid}')}\n"
+                  + "uptime g0 g2: " + self.tb.run(0, "cat /proc/uptime")[1].strip() + " / "
+                  + self.tb.run(2, "cat /proc/uptime")[1].strip() + "\n"
+                  + "the receiver's threads on g2 (found by name, not through crx):\n"
+                  + self.tb.run(2, "for p in $(pgrep -f 'recv --port'); do "
+                                   "echo \"== $p $(cat /proc/$p/cgroup | tr '\\n' ' ')\"; "
+                                   "for t in /proc/$p/task/*; do echo $t $(cat $t/comm) "
+                                   "$(cat $t/wchan); grep -E '^(State|SigBlk|SigPnd)' $t/status; "
+                                   "cat $t/stack; done; done; "
+                                   "cat /sys/fs/cgroup/freezer/*/*/freezer.state "
+                                   "/sys/fs/cgroup/*/*/cgroup.freeze 2>/dev/null | sort | uniq -c")[1]
+                  + f"the receiver's stderr, last lines:\n{self.read(cid + '.err')[-600:]}",
                   flush=True)
             if RXE_DEBUG:
                 for k in (1, 2):

@@ -356,8 +356,11 @@ struct rxe_migr_qp {
 	__u32 resp_resid, resp_length;
 	__u32 ssn;
 	__u32 srq_wqe_len;	/* bytes valid in srq_wqe */
-	__u8 srq_wqe[576];	/* in-progress SRQ WQE (struct rxe_recv_wqe
-				 * + RXE_MAX_SGE sges), raw */
+	__u8 srq_wqe[576];	/* the responder's copy of its receive WQE
+				 * (struct rxe_recv_wqe + RXE_MAX_SGE sges),
+				 * raw: always for a QP on an SRQ, for a QP
+				 * with its own RQ while a receive is in
+				 * progress (the name is the kernel's) */
 	struct rxe_migr_queue sq;
 	struct rxe_migr_queue rq;
 };

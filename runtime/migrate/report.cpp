@@ -57,6 +57,9 @@ std::string verbs_text(const VerbsReport& v) {
   if (v.dump) {
     out += " in " + std::to_string(v.dump->contexts) + " context" +
            (v.dump->contexts == 1 ? "" : "s") + ", MRs " + human_bytes(v.dump->mr_bytes);
+    if (v.dump->receives_in_progress)
+      out += ", " + std::to_string(v.dump->receives_in_progress) + " receive" +
+             (v.dump->receives_in_progress == 1 ? "" : "s") + " in progress";
   }
   out += "\n";
   char buf[256];
@@ -87,6 +90,7 @@ nlohmann::json verbs_json(const VerbsReport& v) {
   if (v.dump) {
     j["contexts"] = v.dump->contexts;
     j["mr_bytes"] = v.dump->mr_bytes;
+    j["receives_in_progress"] = v.dump->receives_in_progress;
     j["dump_ms"] = v.dump->dump_ms;
   }
   if (v.restore) {

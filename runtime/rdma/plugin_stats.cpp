@@ -47,6 +47,7 @@ std::optional<VerbsDumpStats> parse_verbs_dump_stats(const std::string& text) {
   s.contexts = static_cast<uint64_t>(number(*j, "contexts"));
   s.objects = objects(*j);
   s.mr_bytes = static_cast<uint64_t>(number(*j, "mr_bytes"));
+  s.receives_in_progress = static_cast<uint64_t>(number(*j, "receives_in_progress"));
   s.dump_ms = number(*j, "dump_ms");
   return s;
 }

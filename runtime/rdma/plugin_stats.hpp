@@ -2,7 +2,8 @@
 // about verbs objects, read for the migration report and to decide whether
 // a restore really succeeded:
 //   crx-verbs-dump.json     plugin, at dump: {"contexts":N,"objects":{"pd":..,
-//                           "mr":..,"cq":..,"srq":..,"qp":..},"mr_bytes":..,"dump_ms":..}
+//                           "mr":..,"cq":..,"srq":..,"qp":..},"mr_bytes":..,
+//                           "receives_in_progress":..,"dump_ms":..}
 //   crx-verbs-restore.json  plugin, at restore: {"ok":true|false,"error":"..",
 //                           "recreate_ms":..,"pin_ms":..,"resume_ms":..,"objects":{..}}
 //   crx-verbs-resume.json   crx, after resuming QPs the plugin left stopped
@@ -25,6 +26,7 @@ struct VerbsDumpStats {
   uint64_t contexts = 0;
   std::map<std::string, uint64_t> objects;  // "pd", "mr", "cq", "srq", "qp", ...
   uint64_t mr_bytes = 0;
+  uint64_t receives_in_progress = 0;  // QPs caught in the middle of a receive
   double dump_ms = 0;
 };
 

@@ -24,11 +24,13 @@ struct TempDir {
 
 TEST(VerbsStats, ParsesPluginFiles) {
   auto d = rdma::parse_verbs_dump_stats(
-      R"({"contexts":2,"objects":{"pd":1,"mr":3,"cq":2,"srq":0,"qp":4},"mr_bytes":1048576,"dump_ms":12.5})");
+      R"({"contexts":2,"objects":{"pd":1,"mr":3,"cq":2,"srq":0,"qp":4},"mr_bytes":1048576,)"
+      R"("receives_in_progress":3,"dump_ms":12.5})");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->contexts, 2u);
   EXPECT_EQ(d->objects.at("qp"), 4u);
   EXPECT_EQ(d->mr_bytes, 1048576u);
+  EXPECT_EQ(d->receives_in_progress, 3u);
   auto r = rdma::parse_verbs_restore_stats(R"({"ok":false,"error":"EBUSY: QPN 17\ntaken"})");
   ASSERT_TRUE(r);
   EXPECT_FALSE(r->ok);
@@ -86,6 +88,19 @@ TEST(VerbsReport, TextAndJson) {
   rep.verbs.reset();
   EXPECT_EQ(rep.to_text().find("verbs"), std::string::npos);
   EXPECT_FALSE(nlohmann::json::parse(rep.to_json()).contains("verbs"));
+}
+
+// A receive caught in the middle of a message is named: it is the case a
+// restore must continue where it stood (rxe-patches 0007/0010).
+TEST(VerbsReport, NamesReceivesInProgress) {
+  TempDir t;
+  write_file(t.path + "/crx-verbs-dump.json",
+             R"({"contexts":1,"objects":{"qp":1},"mr_bytes":0,"receives_in_progress":1})");
+  migrate::MigrationReport rep;
+  rep.verbs = migrate::VerbsReport::read(t.path);
+  EXPECT_NE(rep.to_text().find("MRs 0 B, 1 receive in progress\n"), std::string::npos)
+      << rep.to_text();
+  EXPECT_EQ(nlohmann::json::parse(rep.to_json())["verbs"]["receives_in_progress"], 1);
 }
 
 }  // namespace

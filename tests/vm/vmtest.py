@@ -57,8 +57,10 @@ def report_line(report):
     phases = " ".join(f"{p['name']} {p['seconds']:.2f}" for p in report.get("phases", []))
     sizes = " ".join(f"{k} {v}" for k, v in report.get("bytes", {}).items() if v)
     verbs = (report.get("verbs") or {}).get("objects")
+    receiving = (report.get("verbs") or {}).get("receives_in_progress")
     return (f"{report.get('outcome')}: downtime {report.get('downtime_seconds', 0):.2f} s "
-            f"[{phases}] bytes [{sizes}]" + (f" verbs {verbs}" if verbs else ""))
+            f"[{phases}] bytes [{sizes}]" + (f" verbs {verbs}" if verbs else "")
+            + (f", {receiving} receive(s) in progress" if receiving else ""))
 
 
 def boot_shared(n, prepare, **kw):

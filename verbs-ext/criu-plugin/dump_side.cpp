@@ -111,6 +111,9 @@ int Dumper::dump_context(int fd, uint32_t id) {
       auto* mr = reinterpret_cast<const rxe_migr_mr*>(r + 1);
       mr_bytes_ += mr->length;
     }
+    if (r->type == RXE_MIGR_OBJ_QP &&
+        reinterpret_cast<const rxe_migr_qp*>(r + 1)->resp_has_wqe)
+      receives_in_progress_++;
     queues_of(r, &img.queues);
   }
   if (err) {
@@ -165,6 +168,7 @@ void Dumper::write_stats() {
   nlohmann::json j = {{"contexts", contexts_.size()},
                       {"objects", objects_},
                       {"mr_bytes", mr_bytes_},
+                      {"receives_in_progress", receives_in_progress_},
                       {"dump_ms", dump_ms_}};
   std::string s = j.dump() + "\n";
   int err = write_image_file("crx-verbs-dump.json", s.data(), s.size());

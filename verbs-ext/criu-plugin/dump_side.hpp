@@ -48,6 +48,9 @@ class Dumper {
   std::vector<PendingEvent> pending_;
   std::map<std::string, uint64_t> objects_;
   uint64_t mr_bytes_ = 0;
+  // QPs whose responder was in the middle of a multi-packet receive: its
+  // position in the message moves with the QP (rxe-patches 0007/0010)
+  uint64_t receives_in_progress_ = 0;
   double dump_ms_ = 0;
 };
 

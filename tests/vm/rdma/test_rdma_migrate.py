@@ -363,6 +363,32 @@ class RdmaMigrateTest(RdmaBedCase):
         partner must not spend its retries."""
         self.slow_migration_under_budget("seq9b", 18692, "", BUDGET)
 
+    def test_11_receive_caught_mid_message(self):
+        """Messages of 1 MiB (1024 packets) on a QP with its own RQ, sent
+        as fast as the link takes them, every payload byte checked: the
+        freeze finds the receiver's responder in the middle of a message,
+        and the restored one goes on writing that message where it stood
+        (rxe keeps its position in its copy of the receive WQE, which the
+        dump carries: rxe-patches 0007/0010; without that the message was
+        written from its start again: "message without magic"). 16 MiB of
+        posted receives keep the frozen receiver's RQ from draining before
+        the dump (4 of 4 moves caught one here; 256 KiB x 4 caught 2 of 3).
+        Moved until a dump has caught one (the report counts them), at
+        most three times."""
+        cid, count, size = "seq11", 500, 1024 * 1024
+        sender = self.start_pair(cid, 18611, count, 0,
+                                 f"--size {size} --window 16 --verify-payload")
+        n = self.wait_progress(cid, 20)
+        caught, where = [], 0
+        for dst in (2, 0, 2):
+            rep = self.migrate(cid, where, dst)
+            where = dst
+            caught.append(rep["verbs"].get("receives_in_progress", 0))
+            n = self.wait_progress(cid, n + 20)
+            if caught[-1]:
+                break
+        self.assertGreater(caught[-1], 0, f"no dump caught a receive in progress: {caught}")
+        self.finish(cid, sender, count, k=where)
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)

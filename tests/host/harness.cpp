@@ -81,8 +81,32 @@ std::string temp_dir(const std::string& stem) {
   return tmpl;
 }
 
+namespace {
+
+// A directory for the whole test process, removed when it exits. The path
+// lives in the object that removes it: an atexit() handler registered
+// while a function's static string is initialised runs after that
+// string's destructor (handlers run in reverse order of registration) and
+// read the freed string (ASan: heap-use-after-free at exit).
+class ProcessDir {
+ public:
+  explicit ProcessDir(std::string path) : path_(std::move(path)) {}
+  ~ProcessDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  ProcessDir(const ProcessDir&) = delete;
+  ProcessDir& operator=(const ProcessDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
 const std::string& busybox_rootfs() {
-  static const std::string dir = [] {
+  static const ProcessDir dir([] {
     std::string d = temp_dir("rootfs");
     ::chmod(d.c_str(), 0755);  // reachable by a container root mapped to another uid
     auto r = run_sh(std::string(CRX_SOURCE_DIR) + "/bundles/busybox/make-rootfs.sh " + d);
@@ -90,19 +114,14 @@ const std::string& busybox_rootfs() {
       std::fprintf(stderr, "make-rootfs failed: %s\n", r.err.c_str());
       std::abort();
     }
-    std::atexit([] { std::filesystem::remove_all(busybox_rootfs()); });
     return d;
-  }();
-  return dir;
+  }());
+  return dir.path();
 }
 
 const std::string& state_root() {
-  static const std::string dir = [] {
-    std::string d = temp_dir("state");
-    std::atexit([] { std::filesystem::remove_all(state_root()); });
-    return d;
-  }();
-  return dir;
+  static const ProcessDir dir(temp_dir("state"));
+  return dir.path();
 }
 
 std::string read_text(const std::string& path) {

@@ -3,7 +3,8 @@
 # builds and tests with (Open MPI + UCX for bundles/mpi and tests/vm/mpi;
 # Debian's packaging tools, dkms and systemd-analyze for tests/package; clang +
 # libclang-rt-dev, whose libclang_rt.fuzzer-x86_64.a is libFuzzer, for
-# tests/fuzz; ccache, which the build uses when present),
+# tests/fuzz; lld, which links the sanitizer build faster; ccache, which the
+# build uses when present),
 # then the parts that cache themselves under
 # ${CRX_CACHE:-~/.cache/crx} (guest kernel + initramfs, patched rxe module).
 # Idempotent and quick when everything is in place.
@@ -11,7 +12,7 @@ set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(dirname "$here")
 
-packages="cmake g++ ninja-build pkg-config clang libclang-rt-dev
+packages="cmake g++ ninja-build pkg-config clang libclang-rt-dev lld
   libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev
   busybox-static runc crun criu iptables iproute2 procps psmisc util-linux

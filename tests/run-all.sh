@@ -1,29 +1,49 @@
 #!/bin/sh
 # The README's test command: set up, build, and pass every test
-# (unit, host integration as root, qemu-guest tests), then the fuzz
-# targets (tests/fuzz) in a second build dir with clang, libFuzzer and
-# ASan+UBSan, each fuzzed for CRX_FUZZ_SECONDS (default 10). The fuzz part
-# runs when no ctest arguments are given or one of them names fuzz
-# (`tests/run-all.sh -L fuzz`); CRX_FUZZ=0 skips it.
+# (unit, host integration as root, qemu-guest tests), then the sanitizer
+# build (tests/sanitizer/README.md): a second build dir with clang and
+# ASan+UBSan where the unit and host suites run again and the fuzz targets
+# (tests/fuzz) are fuzzed for CRX_FUZZ_SECONDS (default 10) each. The
+# sanitizer build runs the labels unit, host and fuzz when no ctest
+# arguments are given, otherwise those of them that the arguments name
+# (`tests/run-all.sh -L unit` runs the unit suite in both builds, `-L fuzz`
+# the fuzz targets, `-L vm` nothing there); CRX_FUZZ=0 skips it.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 "$top/tests/setup.sh"
 build=${CRX_BUILD_DIR:-$top/build}
-fuzz_build=${CRX_FUZZ_BUILD_DIR:-$top/build-fuzz}
-fuzz=${CRX_FUZZ:-1}
-if [ "$fuzz" != 0 ] && [ $# -gt 0 ]; then
-  case " $* " in *fuzz*) ;; *) fuzz=0 ;; esac
+san_build=${CRX_FUZZ_BUILD_DIR:-$top/build-fuzz}
+san_labels=
+if [ "${CRX_FUZZ:-1}" != 0 ]; then
+  for label in unit host fuzz; do
+    if [ $# -eq 0 ]; then
+      san_labels="$san_labels $label"
+    else
+      case " $* " in *$label*) san_labels="$san_labels $label" ;; esac
+    fi
+  done
 fi
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$build"
-if [ "$fuzz" != 0 ]; then
-  cmake -S "$top" -B "$fuzz_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+if [ -n "$san_labels" ]; then
+  cmake -S "$top" -B "$san_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCRX_FUZZ=ON >/dev/null
-  ninja -C "$fuzz_build" fuzz-targets
+  # only what these labels run: build-fuzz's `all` would instrument every
+  # tool, bench program and the CRIU plugin too
+  targets='' regex=''
+  for label in $san_labels; do
+    case $label in fuzz) targets="$targets fuzz-targets" ;; *) targets="$targets $label-tests" ;; esac
+    regex="$regex|$label"
+  done
+  # shellcheck disable=SC2086
+  ninja -C "$san_build" $targets
 fi
 status=0
 (cd "$build" && ctest --output-on-failure --timeout 1800 "$@") || status=$?
-if [ "$fuzz" != 0 ]; then
-  (cd "$fuzz_build" && ctest --output-on-failure --timeout 1800 -L fuzz "$@") || status=$?
+if [ -n "$san_labels" ]; then
+  # Anchored: only tests labelled exactly unit, host or fuzz (never vm
+  # tests, which run once, from the first build). With the caller's -L,
+  # ctest runs the tests that match both.
+  (cd "$san_build" && ctest --output-on-failure --timeout 1800 -L "^(${regex#|})\$" "$@") || status=$?
 fi
 exit $status

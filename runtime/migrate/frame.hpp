@@ -42,6 +42,7 @@ enum class FrameType : uint8_t {
   Commit = 42,        // sender: source destroyed, keep it
   CommitAck = 43,
   Abort = 44,         // either side: roll back (reason)
+  LazyDone = 45,      // receiver (--lazy): every page arrived (stats JSON)
   Error = 50,         // either side: a clear one-line reason
   Progress = 51,
 };

@@ -39,6 +39,9 @@ class FreezeHookSource : public SourceSide {
   }
   void resume() override { inner_.resume(); }
   void destroy() override { inner_.destroy(); }
+  std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) override {
+    return inner_.lazy_dump(images_dir, std::move(page_fd));
+  }
 
  private:
   SourceSide& inner_;

@@ -58,6 +58,7 @@ std::string to_json(const Manifest& m) {
           {"flags", flags}};
   if (m.rdma) j["rdma"] = rdma::to_json(*m.rdma);
   if (m.inventory) j["inventory"] = *m.inventory;
+  if (m.lazy) j["lazy"] = true;
   return j.dump();
 }
 
@@ -92,18 +93,22 @@ Manifest parse_manifest(const std::string& text) {
     Inventory::from_json(j["inventory"]);  // throws naming what is malformed
     m.inventory = j["inventory"];
   }
+  m.lazy = opt<bool>(j, w, "lazy", false);
   if (m.id.empty()) throw Error("malformed manifest frame: empty container id");
   return m;
 }
 
 std::string to_json(const Acceptance& a) {
-  return json{{"bundle", a.bundle}, {"need_rootfs", a.need_rootfs}}.dump();
+  json j{{"bundle", a.bundle}, {"need_rootfs", a.need_rootfs}};
+  if (a.lazy) j["lazy"] = true;
+  return j.dump();
 }
 
 Acceptance parse_acceptance(const std::string& text) {
   const char* w = "accept";
   json j = parse_object(text, w);
-  return Acceptance{req<std::string>(j, w, "bundle"), req<bool>(j, w, "need_rootfs")};
+  return Acceptance{req<std::string>(j, w, "bundle"), req<bool>(j, w, "need_rootfs"),
+                    opt<bool>(j, w, "lazy", false)};
 }
 
 std::string to_json(const RoundStart& r) {
@@ -164,6 +169,27 @@ CommitAck parse_commit_ack(const std::string& text) {
   a.verbs_restore = get("verbs_restore");
   a.verbs_resume = get("verbs_resume");
   return a;
+}
+
+std::string to_json(const LazyStats& s) {
+  return json{{"seconds", s.seconds},
+              {"bytes", s.bytes},
+              {"pages", s.pages},
+              {"on_demand_pages", s.on_demand_pages},
+              {"faults", s.faults}}
+      .dump();
+}
+
+LazyStats parse_lazy_done(const std::string& text) {
+  const char* w = "lazy-done";
+  json j = parse_object(text, w);
+  LazyStats s;
+  s.seconds = req<double>(j, w, "seconds");
+  s.bytes = req<uint64_t>(j, w, "bytes");
+  s.pages = req<uint64_t>(j, w, "pages");
+  s.on_demand_pages = opt<uint64_t>(j, w, "on_demand_pages", 0);
+  s.faults = opt<uint64_t>(j, w, "faults", 0);
+  return s;
 }
 
 RestoreDone parse_restore_done(const std::string& text) {

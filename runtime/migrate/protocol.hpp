@@ -12,6 +12,14 @@
 //   S: DumpDone            R: RestoreOk    (restored, held before resume)
 //   S: Commit              R: CommitAck    (running on the destination)
 //   Either side may send Error/Abort at any point: everything rolls back.
+//
+// Post-copy (--lazy; the manifest asks, Accept must say lazy:true or the
+// sender stops before the freeze: an older receiver never says it): no
+// pre-copy rounds; in the final round the page channel carries CRIU's lazy
+// page requests and answers instead of the memory, the RoundAck comes once
+// the destination's lazy-pages daemon is up, and after CommitAck:
+//                          R: LazyDone{stats}  (every page arrived; only
+//                                               now is the source destroyed)
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -50,11 +58,17 @@ struct Manifest {
   // What the sender will move (migrate/inventory.hpp), listed before the
   // freeze; absent from older senders.
   std::optional<nlohmann::json> inventory;
+  // Post-copy (--lazy): resume on the destination before the memory
+  // arrives; absent (false) from older senders.
+  bool lazy = false;
 };
 
 struct Acceptance {
   std::string bundle;          // where the destination will restore from
   bool need_rootfs = false;    // sender must stream config.json + rootfs
+  // The receiver takes the migration post-copy. An older receiver ignores
+  // the manifest's "lazy" and never says this: the sender refuses then.
+  bool lazy = false;
 };
 
 struct RoundStart {
@@ -87,6 +101,21 @@ struct CommitAck {
   std::string verbs_resume;   // crx-verbs-resume.json, "" if none
 };
 
+// CRIU's lazy pages move in pages of the machine's size: 4 KiB on the
+// x86-64 hosts crx runs on.
+inline constexpr uint64_t kLazyPageSize = 4096;
+
+// LazyDone's payload: the destination's lazy phase, from its resume to the
+// last page (CRIU's lazy-pages daemon; migrate/lazy_stats.hpp).
+struct LazyStats {
+  double seconds = 0;             // resume -> every page in place
+  uint64_t bytes = 0;             // page channel bytes from the source
+  uint64_t pages = 0;             // pages copied into the restored tasks
+  uint64_t on_demand_pages = 0;   // of those, pages a task faulted on first
+  uint64_t faults = 0;            // page faults the daemon saw
+  uint64_t pushed_pages() const { return pages > on_demand_pages ? pages - on_demand_pages : 0; }
+};
+
 std::string to_json(const Manifest& m);
 std::string to_json(const Acceptance& a);
 std::string to_json(const RoundStart& r);
@@ -94,6 +123,7 @@ std::string to_json(const RoundDone& r);
 std::string to_json(const RoundAck& r);
 std::string to_json(const RestoreDone& r);
 std::string to_json(const CommitAck& a);
+std::string to_json(const LazyStats& s);
 
 Manifest parse_manifest(const std::string& text);
 Acceptance parse_acceptance(const std::string& text);
@@ -103,5 +133,6 @@ RoundAck parse_round_ack(const std::string& text);
 RestoreDone parse_restore_done(const std::string& text);
 // "" (an older receiver) is an empty CommitAck.
 CommitAck parse_commit_ack(const std::string& text);
+LazyStats parse_lazy_done(const std::string& text);
 
 }  // namespace crx::migrate

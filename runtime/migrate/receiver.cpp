@@ -68,7 +68,10 @@ class Receiver {
       rep_.id = manifest_.id;
       if (manifest_.inventory) rep_.inventory = *manifest_.inventory;
       if (!safe_id(manifest_.id)) throw Error("refusing container id \"" + manifest_.id + "\"");
+      if (manifest_.lazy) check_lazy_manifest();
       accept_ = dest_.accept(manifest_);
+      if (manifest_.lazy && !accept_.lazy)
+        throw Error("this destination cannot restore post-copy (--lazy)", Cause::Unsupported);
       conn_.send(FrameType::Accept, to_json(accept_));
       if (accept_.need_rootfs) {
         clock_.begin("rootfs");
@@ -89,8 +92,18 @@ class Receiver {
       rep_.outcome = "rolled back";
       conn_.send_error_quietly(e.what());
       if (restore_started_) dest_.discard(manifest_);
+      if (lazy_phase_) {
+        // Killed before the daemon goes (below): its userfaultfd must
+        // outlive the tasks, or their missing pages would read as zeros.
+        dest_.discard(manifest_);
+        rep_.outcome = "lazy phase failed";
+        rep_.error = "the lazy phase failed after the container resumed here: " + rep_.error +
+                     "; it lacked memory that only the source had, so its copy here was killed "
+                     "(the source keeps it frozen as it was at the freeze)";
+      }
     }
     clock_.end();
+    lazy_pages_.reset();
     page_sink_.reset();
     if (made_dir_) {
       try {
@@ -125,6 +138,8 @@ class Receiver {
           round = parse_round_start(f.payload);
           if (round->round != last_round + 1) throw Error("rounds out of order");
           if (round->final) frozen_at_ = Clock::now();
+          if (manifest_.lazy && !round->final)
+            throw Error("a pre-copy round in a post-copy (--lazy) migration");
           clock_.begin(round->final ? "checkpoint+transfer" : "pre-copy " + std::to_string(round->round));
           round_t0 = Clock::now();
           start_round(*round);
@@ -133,9 +148,15 @@ class Receiver {
         case FrameType::RoundDone: {
           if (!round) throw Error("round-done without a round");
           RoundDone done = parse_round_done(f.payload);
-          page_sink_->wait(o_.timeout);
-          page_sink_.reset();
           std::string rdir = dir_ + "/" + std::to_string(round->round);
+          if (lazy_channel_) {
+            // Every image is here: the daemon reads them, then waits for
+            // the restore to hand it the tasks' userfaultfds.
+            lazy_pages_ = dest_.start_lazy_pages(rdir, std::move(lazy_channel_));
+          } else {
+            page_sink_->wait(o_.timeout);
+            page_sink_.reset();
+          }
           RoundReport r{round->round, round->final, page_bytes_in(rdir), done.image_bytes,
                         std::chrono::duration<double>(Clock::now() - round_t0).count()};
           rep_.rounds.push_back(r);
@@ -177,7 +198,37 @@ class Receiver {
         throw_errno("symlink " + rdir + "/parent");
     }
     conn_.send(FrameType::PageServerReady);
+    // Post-copy: the channel waits for the images, which the lazy-pages
+    // daemon needs to start (RoundDone).
+    if (manifest_.lazy) {
+      lazy_channel_ = accept_page_channel();
+      return;
+    }
     page_sink_ = dest_.start_page_server(rdir, accept_page_channel());
+  }
+
+  // Post-copy needs the memory in place before the resume where the
+  // hardware reads it: pinned MRs are written by the NIC, not faulted in.
+  void check_lazy_manifest() const {
+    if (manifest_.rdma)
+      throw Error("post-copy (--lazy) of " + manifest_.id +
+                      ", which has verbs objects: their pinned memory must be here before it "
+                      "resumes; migrate it without --lazy",
+                  Cause::Unsupported);
+  }
+
+  // After the resume: the daemon fetches what the tasks fault on and
+  // pulls the rest in the background; every page here means the source
+  // may go (LazyDone).
+  void lazy_phase() {
+    lazy_phase_ = true;
+    clock_.begin("lazy pages");
+    LazyStats s = lazy_pages_->wait(o_.lazy_timeout);
+    s.seconds = std::chrono::duration<double>(Clock::now() - *running_at_).count();
+    rep_.lazy = s;
+    lazy_pages_.reset();
+    conn_.send(FrameType::LazyDone, to_json(s));
+    lazy_phase_ = false;
   }
 
   // The sender's next connection must be this session's page channel.
@@ -227,6 +278,7 @@ class Receiver {
     restore_started_ = false;  // it is ours now, even if the ack gets lost
     clock_.end();
     conn_.send(FrameType::CommitAck, to_json(commit_ack(images_dir)));
+    if (lazy_pages_) lazy_phase();
   }
 
   // The verbs plugin's and crx's notes on the restore, for the sender's report.
@@ -251,7 +303,10 @@ class Receiver {
   bool made_dir_ = false;
   bool restore_started_ = false;
   bool final_seen_ = false;
+  bool lazy_phase_ = false;  // resumed here, memory still coming
   std::unique_ptr<PageSink> page_sink_;
+  UniqueFd lazy_channel_;                  // post-copy: until the images are in
+  std::unique_ptr<LazyPages> lazy_pages_;  // post-copy: from the images to the last page
   std::optional<Clock::time_point> frozen_at_, running_at_;
 };
 

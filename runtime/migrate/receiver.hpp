@@ -24,12 +24,17 @@ struct ReceiverOptions {
   std::chrono::milliseconds timeout{60000};
   // Longest wait for the commit while the restored container is held.
   std::chrono::milliseconds commit_timeout{60000};
+  // Post-copy (--lazy): the longest lazy phase, from the resume to the
+  // last page; a dead link ends it sooner (keepalive on the page channel).
+  std::chrono::milliseconds lazy_timeout{1800000};
   std::function<void(const std::string&)> progress;
 };
 
 // Serves one migration on an accepted control connection; page channels
 // are accepted from `listener`. Never throws for migration failures: the
-// report's outcome is "migrated" or "rolled back" (with .error).
+// report's outcome is "migrated", "rolled back" or, post-copy, "lazy phase
+// failed" (the container resumed here, its memory stopped coming, and its
+// copy here was killed), with .error.
 MigrationReport receive_one(TcpListener& listener, UniqueFd control, const std::string& peer,
                             DestinationSide& dest, const ReceiverOptions& opts);
 

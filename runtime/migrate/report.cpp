@@ -109,6 +109,7 @@ nlohmann::json verbs_json(const VerbsReport& v) {
 uint64_t MigrationReport::page_bytes() const {
   uint64_t n = 0;
   for (const auto& r : rounds) n += r.page_bytes;
+  if (lazy) n += lazy->pages * kLazyPageSize;
   return n;
 }
 
@@ -151,6 +152,22 @@ std::string round_rates_text(const RoundReport& r) {
   return out;
 }
 
+// "lazy phase: 12.345 s, memory 256.0 MiB (65536 pages): 1.2 MiB on
+// demand (300 pages, 310 faults), 254.8 MiB pushed"
+std::string lazy_text(const LazyStats& l) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "  lazy phase: %.3f s, memory %s (%llu pages): %s on demand (%llu pages, %llu "
+                "faults), %s pushed; page channel %s\n",
+                l.seconds, human_bytes(l.pages * kLazyPageSize).c_str(),
+                static_cast<unsigned long long>(l.pages),
+                human_bytes(l.on_demand_pages * kLazyPageSize).c_str(),
+                static_cast<unsigned long long>(l.on_demand_pages),
+                static_cast<unsigned long long>(l.faults),
+                human_bytes(l.pushed_pages() * kLazyPageSize).c_str(), human_bytes(l.bytes).c_str());
+  return buf;
+}
+
 }  // namespace
 
 std::string MigrationReport::to_text() const {
@@ -188,6 +205,7 @@ std::string MigrationReport::to_text() const {
     }
     out += "\n";
   }
+  if (lazy) out += lazy_text(*lazy);
   if (security == "tls+ktls") out += "  security: TLS 1.3 (shared key), pages in kernel TLS\n";
   if (security == "tls") out += "  security: TLS 1.3 (shared key)\n";
   if (security == "tls-cert+ktls")
@@ -266,6 +284,16 @@ std::string MigrationReport::to_json() const {
   if (paused) j["paused"] = true;
   if (!left_out.empty()) j["left_out"] = left_out;
   if (verbs) j["verbs"] = verbs_json(*verbs);
+  if (lazy) {
+    j["lazy"] = {{"seconds", lazy->seconds},
+                 {"bytes", lazy->bytes},
+                 {"pages", lazy->pages},
+                 {"on_demand_pages", lazy->on_demand_pages},
+                 {"pushed_pages", lazy->pushed_pages()},
+                 {"on_demand_bytes", lazy->on_demand_pages * kLazyPageSize},
+                 {"pushed_bytes", lazy->pushed_pages() * kLazyPageSize},
+                 {"faults", lazy->faults}};
+  }
   return j.dump();
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "migrate/protocol.hpp"
 #include "rdma/plugin_stats.hpp"
 
 namespace crx::migrate {
@@ -58,7 +59,7 @@ struct MigrationReport {
   std::string role;       // "sender" | "receiver"
   std::string id;
   std::string peer;
-  std::string outcome;    // "migrated" | "rolled back" | "in doubt"
+  std::string outcome;    // "migrated" | "rolled back" | "in doubt" | "lazy phase failed"
   std::string error;      // why, when not migrated
   std::vector<PhaseTime> phases;
   std::vector<RoundReport> rounds;
@@ -75,6 +76,9 @@ struct MigrationReport {
   double downtime_seconds = 0;
   double total_seconds = 0;
   std::optional<VerbsReport> verbs;
+  // Post-copy (--lazy): the lazy phase, from the resume on the destination
+  // to the last page (the destination's numbers, sent in LazyDone).
+  std::optional<LazyStats> lazy;
   bool paused = false;  // the container moved paused (and stays so)
   // Processes outside the init's tree that stayed behind and were killed
   // with the source (--kill-exec): "pid (command)" each.
@@ -82,6 +86,7 @@ struct MigrationReport {
   // What moves (migrate/inventory.hpp, the manifest's); null if unknown.
   nlohmann::json inventory;
 
+  // Memory moved: the rounds' and, post-copy, the lazy phase's pages.
   uint64_t page_bytes() const;
   // The last pre-copy round's prediction and the final round after it.
   const RoundReport* last_pre_copy_round() const;

@@ -24,13 +24,17 @@ double seconds_since(Clock::time_point t) {
 }
 
 // CRIU writes to the page channel with plain blocking writes: a socket
-// time-out makes a dead link fail the dump instead of hanging it.
-void set_socket_timeouts(int fd, std::chrono::milliseconds t) {
+// time-out makes a dead link fail the dump instead of hanging it. Not for
+// reading in a lazy round: CRIU's lazy page server waits there for the
+// destination's first request, which comes only once the restore is done
+// (up to restore_timeout); TCP keepalive (detect_dead_peer) ends that wait
+// on a dead link.
+void set_socket_timeouts(int fd, std::chrono::milliseconds t, bool receive_too) {
   struct timeval tv{};
   tv.tv_sec = t.count() / 1000;
   tv.tv_usec = (t.count() % 1000) * 1000;
   ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (receive_too) ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
 }
 
 class Sender {
@@ -56,10 +60,20 @@ class Sender {
     } catch (const std::exception& e) {
       clock_.end();
       rep_.error = e.what();
-      if (committing_) {
+      if (committing_ && !lazy_phase_) {
         rep_.outcome = "in doubt";
         rep_.error += "; the source container stays frozen: check `crx state " + rep_.id +
                       "` on " + o_.to.host + ", then delete or resume it here";
+        finish_lazy_quietly();
+      } else if (lazy_phase_) {
+        rep_.outcome = "lazy phase failed";
+        rep_.error = "the lazy phase failed after " + o_.manifest.id + " resumed on " + o_.to.host +
+                     ": " + rep_.error +
+                     "; the destination kills its copy, which lacks memory that only this host "
+                     "had. The source stays frozen as it was at the freeze: `crx resume " +
+                     o_.manifest.id + "` runs it from there (what the destination's copy did "
+                     "since is lost), `crx delete -f " + o_.manifest.id + "` drops it";
+        finish_lazy_quietly();
       } else {
         rollback(e.what());
       }
@@ -92,6 +106,10 @@ class Sender {
 
   void connect() {
     clock_.begin("connect");
+    if (o_.manifest.lazy && (o_.pre_copy.adaptive || o_.pre_copy.max_rounds > 0))
+      throw Error("--lazy and --pre-copy exclude each other: post-copy moves the memory after "
+                  "the resume, so no round before the freeze is needed",
+                  Cause::Invalid);
     // Before anything is frozen: the page channel needs kernel TLS here.
     std::string why;
     if (o_.wire != WireSecurity::Plaintext && !kernel_tls_available(&why)) {
@@ -111,6 +129,12 @@ class Sender {
     m.pre_copy_rounds = o_.pre_copy.adaptive ? kAutoMaxRounds : o_.pre_copy.max_rounds;
     conn_->send(FrameType::Manifest, to_json(m));
     Acceptance a = parse_acceptance(conn_->expect(FrameType::Accept).payload);
+    // Negotiated: a receiver that does not say "lazy" (an older crx ignores
+    // the manifest's field) would wait for the memory in the final round.
+    if (o_.manifest.lazy && !a.lazy)
+      throw Error("receiver " + o_.to.str() + " does not take post-copy migrations (--lazy; an "
+                  "older crx receive); migrate without --lazy",
+                  Cause::Unsupported);
     if (a.need_rootfs) {
       if (!o_.manifest.send_rootfs) {
         throw Error("the destination has no matching bundle at " + a.bundle +
@@ -178,6 +202,7 @@ class Sender {
     Frame ack = conn_->expect(FrameType::CommitAck);
     running_again_at_ = Clock::now();
     add_destination_verbs(ack.payload);
+    if (lazy_) lazy_phase();
     clock_.begin("destroy source");
     try {
       src_.destroy();
@@ -185,6 +210,37 @@ class Sender {
       rep_.error = std::string("migrated, but removing the source copy failed: ") + e.what();
     }
     clock_.end();
+  }
+
+  // Post-copy: the container runs on the destination and fetches its
+  // memory from the frozen source; the source may go only once every page
+  // has arrived. From here on neither side can go back (README.md,
+  // "Post-copy").
+  void lazy_phase() {
+    lazy_phase_ = true;
+    clock_.begin("lazy pages");
+    conn_->set_timeout(o_.lazy_timeout);
+    LazyStats st = parse_lazy_done(conn_->expect(FrameType::LazyDone).payload);
+    conn_->set_timeout(o_.timeout);
+    // The destination has every page: CRIU's page server ends with its
+    // close message; waiting for it is what makes the source's pages free.
+    lazy_->wait_pages(o_.timeout);
+    lazy_.reset();
+    rep_.lazy = st;
+    lazy_phase_ = false;
+  }
+
+  // After a failure past the commit: the destination may still fetch pages
+  // (an in-doubt commit) or has failed; either way CRIU's page server ends
+  // when the destination lets go of the channel or the link is declared
+  // dead, and the source's frozen tasks must stay untouched until then.
+  void finish_lazy_quietly() {
+    if (!lazy_) return;
+    try {
+      lazy_->wait_pages(o_.lazy_timeout);
+    } catch (const std::exception&) {
+    }
+    lazy_.reset();
   }
 
   RoundReport do_round(bool final) {
@@ -202,7 +258,8 @@ class Sender {
     UniqueFd page_fd = pages.release_fd();  // TLS: now kernel TLS
     if (o_.wire != WireSecurity::Plaintext)
       rep_.security = std::string(wire_security_name(o_.wire)) + "+ktls";
-    set_socket_timeouts(page_fd.get(), o_.timeout);
+    const bool lazy = final && o_.manifest.lazy;
+    set_socket_timeouts(page_fd.get(), o_.timeout, !lazy);
     detect_dead_peer(page_fd.get(), o_.timeout);
 
     std::string dir = o_.work_dir + "/" + std::to_string(round_);
@@ -212,7 +269,13 @@ class Sender {
     auto c0 = Clock::now();  // CRIU starts: its snapshot of the dirty pages
     since_prev_snapshot_ = last_snapshot_ ? std::chrono::duration<double>(c0 - *last_snapshot_).count() : 0;
     last_snapshot_ = c0;
-    if (final) {
+    if (lazy) {
+      // CRIU dumps all but the memory, says so (post-dump), then serves the
+      // pages on this channel until the destination has them all.
+      lazy_ = src_.lazy_dump(dir, std::move(page_fd));
+      lazy_->wait_images(o_.restore_timeout);
+      rep_.verbs = VerbsReport::read(dir);
+    } else if (final) {
       src_.dump(dir, start.parent, page_fd.get());
       rep_.verbs = VerbsReport::read(dir);  // the verbs plugin's crx-verbs-dump.json
     } else {
@@ -250,6 +313,9 @@ class Sender {
       }
     }
     rep_.outcome = "rolled back";
+    // Before the source thaws: CRIU's lazy page server lets go of the
+    // frozen tasks' memory (the destination never resumed).
+    lazy_.reset();
     if (needs_resume_) {
       try {
         src_.resume();
@@ -269,6 +335,8 @@ class Sender {
   int round_ = 0;
   bool needs_resume_ = false;
   bool committing_ = false;
+  bool lazy_phase_ = false;  // resumed on the destination, pages in flight
+  std::unique_ptr<LazyDump> lazy_;
   std::optional<Clock::time_point> frozen_at_;
   std::optional<Clock::time_point> last_snapshot_;  // the last round's CRIU start
   double since_prev_snapshot_ = 0;

@@ -30,13 +30,19 @@ struct SenderOptions {
   PreCopyPolicy pre_copy;
   std::chrono::milliseconds timeout{60000};          // each network step
   std::chrono::milliseconds restore_timeout{300000};  // waiting for the restore
+  // --lazy (manifest.lazy): the longest wait for the destination to have
+  // every page after it resumed; a dead link ends it sooner (keepalive).
+  std::chrono::milliseconds lazy_timeout{1800000};
   std::function<void(const std::string&)> progress;
   const std::atomic<bool>* cancel = nullptr;  // set by SIGINT/SIGTERM
 };
 
 // Never throws for migration failures: the report says "migrated",
-// "rolled back" (source running again) or "in doubt" (source kept frozen
-// because the commit's answer got lost), with the reason in .error.
+// "rolled back" (source running again), "in doubt" (source kept frozen
+// because the commit's answer got lost) or, post-copy only, "lazy phase
+// failed" (the destination ran the container and lost it for want of its
+// memory; the source stays frozen as it was at the freeze), with the
+// reason in .error.
 MigrationReport migrate_out(SourceSide& source, const SenderOptions& opts);
 
 }  // namespace crx::migrate

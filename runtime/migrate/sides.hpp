@@ -8,10 +8,40 @@
 #include <memory>
 #include <string>
 
+#include "common/error.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/protocol.hpp"
 
 namespace crx::migrate {
+
+// The final dump of a post-copy migration (--lazy) while it runs: CRIU
+// writes every image but the lazy memory, which stays in the frozen source
+// and is served over the page channel as the destination asks for it.
+// Destroying it ends the serving (the channel is shut down) and waits for
+// CRIU: what the rollback before the commit does.
+class LazyDump {
+ public:
+  virtual ~LazyDump() = default;
+  // Until every image but the lazy memory is in the images dir (CRIU's
+  // post-dump): the destination can restore. Throws when the dump failed.
+  virtual void wait_images(std::chrono::milliseconds timeout) = 0;
+  // Until the destination holds every page and let go of the channel (the
+  // lazy page server ended). Throws when it failed or took longer.
+  virtual void wait_pages(std::chrono::milliseconds timeout) = 0;
+};
+
+// The destination's half of the lazy phase: CRIU's lazy-pages daemon,
+// started on the final round's images before the restore, which it feeds
+// through userfaultfd. Destroying it ends the daemon.
+class LazyPages {
+ public:
+  virtual ~LazyPages() = default;
+  // Until every page is in the restored tasks (the daemon ended well).
+  // Throws when it failed: the tasks then lack memory and must be killed
+  // before this object is destroyed (the pages they fault on would read as
+  // zeros once the daemon's userfaultfd is gone, see runtime/migrate/README.md).
+  virtual LazyStats wait(std::chrono::milliseconds timeout) = 0;
+};
 
 // The source container. Calls come in this order: pre_dump* freeze dump,
 // then exactly one of destroy (destination confirmed) or resume (anything
@@ -30,6 +60,13 @@ class SourceSide {
   virtual void resume() = 0;
   // Commit: the destination runs the container; remove the source copy.
   virtual void destroy() = 0;
+  // --lazy, instead of dump() (the container is frozen): the final dump
+  // without its memory, which is served over page_fd (the LazyDump owns it).
+  virtual std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) {
+    (void)images_dir;
+    (void)page_fd;
+    throw Error("this source cannot migrate post-copy (--lazy)", Cause::Unsupported);
+  }
 };
 
 // A running page server for one round; wait() throws when it failed.
@@ -55,7 +92,16 @@ class DestinationSide {
   virtual int restore(const std::string& images_dir, const Manifest& m, const Acceptance& a,
                       const std::function<void()>& hold) = 0;
   // Removes whatever restore() left behind after a failure (state, cgroup).
+  // Also after a failed lazy phase: it kills the running copy.
   virtual void discard(const Manifest& m) noexcept = 0;
+  // --lazy: the lazy-pages daemon for the final round's images, its pages
+  // coming over channel; returns once restore() can connect to it.
+  virtual std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
+                                                      UniqueFd channel) {
+    (void)round_dir;
+    (void)channel;
+    throw Error("this destination cannot restore post-copy (--lazy)", Cause::Unsupported);
+  }
 };
 
 }  // namespace crx::migrate

@@ -30,6 +30,9 @@ class VerbsSource : public SourceSide {
   // fails); throws afterwards if either failed.
   void resume() override;
   void destroy() override { inner_.destroy(); }
+  std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) override {
+    return inner_.lazy_dump(images_dir, std::move(page_fd));
+  }
 
  private:
   std::string resume_qps() noexcept;  // "" or why not

@@ -1,6 +1,7 @@
 // The migration protocol end to end over loopback TCP, with CRIU and the
 // runtime replaced by fakes (real CRIU runs only in the qemu guests).
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,8 +41,55 @@ void write_all(int fd, size_t n) {
   }
 }
 
+// What happened, in order, on both ends (post-copy cases).
+struct Events {
+  std::mutex m;
+  std::vector<std::string> seen;
+  void add(const std::string& e) {
+    std::lock_guard l(m);
+    seen.push_back(e);
+  }
+  // Index of the first e, -1 when absent.
+  int at(const std::string& e) {
+    std::lock_guard l(m);
+    for (size_t i = 0; i < seen.size(); ++i)
+      if (seen[i] == e) return static_cast<int>(i);
+    return -1;
+  }
+};
+
+// The source's half of a lazy dump: the images are written at once; a
+// thread then pushes `bytes` of "memory" and serves until the destination
+// closes the channel (CRIU's lazy page server ends when its peer is done).
+struct FakeLazyDump : LazyDump {
+  crx::UniqueFd fd;
+  std::thread t;
+  Events& ev;
+  FakeLazyDump(crx::UniqueFd f, size_t bytes, Events& e) : fd(std::move(f)), ev(e) {
+    t = std::thread([this, bytes] {
+      write_all(fd.get(), bytes);
+      char c;
+      while (::read(fd.get(), &c, 1) > 0) {
+      }
+      ev.add("source pages served");
+    });
+  }
+  void wait_images(std::chrono::milliseconds) override {}
+  void wait_pages(std::chrono::milliseconds) override {
+    if (t.joinable()) t.join();
+  }
+  ~FakeLazyDump() override {
+    ::shutdown(fd.get(), SHUT_RDWR);
+    if (t.joinable()) t.join();
+    ev.add("lazy dump gone");
+  }
+};
+
 // The source container: memory shrinks from round to round.
 struct FakeSource : SourceSide {
+  Events* events = nullptr;
+  size_t lazy_bytes = 1 << 20;
+  int lazy_dumps = 0;
   std::vector<size_t> round_bytes{8 << 20, 1 << 20, 256 << 10, 64 << 10};
   int rounds = 0, freezes = 0, resumes = 0, destroys = 0, dumps = 0;
   bool fail_dump = false;
@@ -74,8 +122,60 @@ struct FakeSource : SourceSide {
     write_round(dir, parent, fd);
     if (cancel_during_dump) cancel_during_dump->store(true);
   }
-  void resume() override { ++resumes; }
-  void destroy() override { ++destroys; }
+  void resume() override {
+    ++resumes;
+    if (events) events->add("source resumed");
+  }
+  void destroy() override {
+    ++destroys;
+    if (events) events->add("source destroyed");
+  }
+  std::unique_ptr<LazyDump> lazy_dump(const std::string& dir, crx::UniqueFd fd) override {
+    ++dumps;
+    ++lazy_dumps;
+    crx::write_file(dir + "/core-1.img", "core of the lazy dump");
+    crx::write_file(dir + "/inventory.img", "");
+    return std::make_unique<FakeLazyDump>(std::move(fd), lazy_bytes, *events);
+  }
+};
+
+// The destination's lazy-pages daemon: reads `want` bytes (all memory),
+// then lets go of the channel; or, failing, stops after half and throws.
+struct FakeLazyPages : LazyPages {
+  crx::UniqueFd fd;
+  std::thread t;
+  Events& ev;
+  bool fail;
+  std::atomic<uint64_t> got{0};
+  FakeLazyPages(crx::UniqueFd f, size_t want, bool fail_half, Events& e)
+      : fd(std::move(f)), ev(e), fail(fail_half) {
+    t = std::thread([this, want] {
+      size_t goal = fail ? want / 2 : want;
+      char buf[65536];
+      while (got < goal) {
+        ssize_t n = ::read(fd.get(), buf, std::min(sizeof buf, goal - got));
+        if (n <= 0) break;
+        got += static_cast<uint64_t>(n);
+      }
+      if (!fail) ::shutdown(fd.get(), SHUT_RDWR);
+    });
+  }
+  LazyStats wait(std::chrono::milliseconds) override {
+    t.join();
+    if (fail) throw crx::Error("criu lazy-pages: the page channel broke");
+    LazyStats s;
+    s.bytes = got;
+    s.pages = got / kLazyPageSize;
+    s.on_demand_pages = 3;
+    s.faults = 4;
+    ev.add("destination has every page");
+    return s;
+  }
+  ~FakeLazyPages() override {
+    ::shutdown(fd.get(), SHUT_RDWR);
+    if (t.joinable()) t.join();
+    ev.add("lazy pages gone");
+  }
 };
 
 // A page server that stores what arrives as pages-1.img.
@@ -103,10 +203,17 @@ struct FakeDestination : DestinationSide {
   std::string restored_core, parent_link;
   bool empty_inventory = false;
   std::string verbs_note;  // written as the verbs plugin's restore note
+  Events* events = nullptr;
+  bool can_lazy = true;     // e.g. no userfaultfd here: false
+  bool fail_lazy = false;   // the lazy phase breaks half-way
+  size_t lazy_bytes = 1 << 20;
 
   Acceptance accept(const Manifest& man) override {
     if (man.id == "exists-here") throw crx::Error("container exists-here already exists");
-    return Acceptance{man.bundle, false};
+    return Acceptance{man.bundle, false, man.lazy && can_lazy};
+  }
+  std::unique_ptr<LazyPages> start_lazy_pages(const std::string&, crx::UniqueFd ch) override {
+    return std::make_unique<FakeLazyPages>(std::move(ch), lazy_bytes, fail_lazy, *events);
   }
   std::unique_ptr<PageSink> start_page_server(const std::string& dir, crx::UniqueFd ch) override {
     return std::make_unique<FakePageSink>(dir, std::move(ch));
@@ -124,9 +231,13 @@ struct FakeDestination : DestinationSide {
     if (!verbs_note.empty()) crx::write_file(dir + "/crx-verbs-restore.json", verbs_note);
     hold();  // throws when the sender does not commit: then nothing resumes
     ++resumed;
+    if (events) events->add("destination resumed");
     return 4242;
   }
-  void discard(const Manifest&) noexcept override { ++discards; }
+  void discard(const Manifest&) noexcept override {
+    ++discards;
+    if (events) events->add("destination copy killed");
+  }
 };
 
 struct Outcome {
@@ -144,6 +255,13 @@ struct Harness {
   std::string id = "c1";
   std::string on_freeze;  // crx migrate --on-freeze
   std::atomic<bool> cancel{false};
+  bool lazy = false;      // crx migrate --lazy
+  Events events;
+
+  Harness() {
+    src.events = &events;
+    dst.events = &events;
+  }
 
   ~Harness() { crx::remove_tree(root); }
 
@@ -169,6 +287,7 @@ struct Harness {
     so.manifest.id = id;
     so.manifest.bundle = "/bundles/" + id;
     so.manifest.config_sha256 = "00";
+    so.manifest.lazy = lazy;
     so.work_dir = root + "/src";
     so.pre_copy = PreCopyPolicy{pre_copy, 20};
     so.pre_copy.adaptive = pre_copy_auto;
@@ -591,4 +710,206 @@ TEST(MigrateProtocolBodies, IntegerFieldsRefuseFloats) {
       EXPECT_NE(std::string(e.what()).find("integer"), std::string::npos) << e.what();
     }
   }
+}
+
+// Post-copy (--lazy) --------------------------------------------------------
+
+TEST(MigrateLazy, ResumesBeforeTheMemoryAndDestroysTheSourceAfterTheLastPage) {
+  Harness h;
+  h.lazy = true;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "migrated") << r.receiver.error;
+  // One final round, no memory in it: the memory came in the lazy phase.
+  ASSERT_EQ(r.sender.rounds.size(), 1u);
+  EXPECT_TRUE(r.sender.rounds[0].final);
+  EXPECT_EQ(h.src.lazy_dumps, 1);
+  EXPECT_EQ(h.dst.restored_core, "core of the lazy dump");
+  // The destination ran before its memory was all there; the source went
+  // only after the last page, never resumed.
+  EXPECT_LT(h.events.at("destination resumed"), h.events.at("destination has every page"));
+  EXPECT_LT(h.events.at("destination has every page"), h.events.at("source destroyed"));
+  EXPECT_LT(h.events.at("source pages served"), h.events.at("source destroyed"));
+  EXPECT_EQ(h.src.resumes, 0);
+  EXPECT_EQ(h.src.destroys, 1);
+  // Both reports show the lazy phase with the destination's numbers.
+  ASSERT_TRUE(r.sender.lazy);
+  ASSERT_TRUE(r.receiver.lazy);
+  EXPECT_EQ(r.sender.lazy->bytes, 1u << 20);
+  EXPECT_EQ(r.sender.lazy->pages, 256u);
+  EXPECT_EQ(r.sender.lazy->on_demand_pages, 3u);
+  EXPECT_EQ(r.sender.lazy->pushed_pages(), 253u);
+  EXPECT_EQ(r.sender.page_bytes(), 1u << 20);
+  std::string j = r.sender.to_json();
+  EXPECT_NE(j.find("\"lazy\":{"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"pushed_pages\":253"), std::string::npos) << j;
+  EXPECT_NE(j.find("\"on_demand_bytes\":12288"), std::string::npos) << j;
+  std::string t = r.sender.to_text();
+  EXPECT_NE(t.find("lazy phase: "), std::string::npos) << t;
+  EXPECT_NE(t.find("12.0 KiB on demand (3 pages, 4 faults)"), std::string::npos) << t;
+  bool phase = false;
+  for (const auto& p : r.sender.phases) phase |= p.name == "lazy pages";
+  EXPECT_TRUE(phase);
+}
+
+TEST(MigrateLazy, ALinkLostInTheLazyPhaseKillsTheDestinationCopyAndKeepsTheSourceFrozen) {
+  Harness h;
+  h.lazy = true;
+  h.dst.fail_lazy = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "lazy phase failed") << r.sender.error;
+  EXPECT_NE(r.sender.error.find("page channel broke"), std::string::npos) << r.sender.error;
+  EXPECT_NE(r.sender.error.find("crx resume c1"), std::string::npos) << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "lazy phase failed") << r.receiver.error;
+  // Never two copies, never a copy with holes: the destination's copy is
+  // killed while the daemon still holds its userfaultfd; the source is
+  // neither resumed (it would rewind the container) nor destroyed.
+  EXPECT_EQ(h.dst.discards, 1);
+  EXPECT_GE(h.events.at("destination copy killed"), 0);
+  EXPECT_LT(h.events.at("destination copy killed"), h.events.at("lazy pages gone"));
+  EXPECT_EQ(h.src.resumes, 0);
+  EXPECT_EQ(h.src.destroys, 0);
+}
+
+TEST(MigrateLazy, ARestoreFailureBeforeTheCommitEndsThePageServerThenThawsTheSource) {
+  Harness h;
+  h.lazy = true;
+  h.dst.fail_restore = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.src.destroys, 0);
+  // CRIU's page server lets go of the tasks before they run again.
+  EXPECT_LT(h.events.at("lazy dump gone"), h.events.at("source resumed"));
+}
+
+TEST(MigrateLazy, ADestinationThatCannotIsRefusedBeforeTheFreeze) {
+  Harness h;
+  h.lazy = true;
+  h.dst.can_lazy = false;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("cannot restore post-copy"), std::string::npos) << r.sender.error;
+  EXPECT_EQ(h.src.freezes, 0);
+  EXPECT_EQ(h.dst.restores, 0);
+}
+
+TEST(MigrateLazy, VerbsObjectsAreRefusedByTheReceiverBeforeTheFreeze) {
+  Harness h;
+  h.lazy = true;
+  crx::rdma::RdmaInventory inv;
+  inv.contexts = 1;
+  inv.devices = {"rxe0"};
+  inv.mr_bytes = 1 << 20;
+  // The sender refuses first (crx migrate); a sender that does not must
+  // still be stopped here.
+  TcpListener listener(parse_host_port("127.0.0.1:0"));
+  ReceiverOptions ro;
+  ro.wire = crx::test::protocol_test_wire();
+  ro.key = &h.key;
+  ro.image_root = h.root + "/dst";
+  ro.timeout = 10s;
+  auto receiver = std::async(std::launch::async, [&] {
+    std::string peer;
+    auto fd = listener.accept(10s, &peer);
+    return receive_one(listener, std::move(fd), peer, h.dst, ro);
+  });
+  SenderOptions so;
+  so.wire = crx::test::protocol_test_wire();
+  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
+  so.key = &h.key;
+  so.manifest.id = "c1";
+  so.manifest.bundle = "/bundles/c1";
+  so.manifest.lazy = true;
+  so.manifest.rdma = inv;
+  so.work_dir = h.root + "/src";
+  so.timeout = 10s;
+  auto rep = migrate_out(h.src, so);
+  auto rrep = receiver.get();
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_NE(rep.error.find("verbs objects"), std::string::npos) << rep.error;
+  EXPECT_NE(rrep.error.find("verbs objects"), std::string::npos) << rrep.error;
+  EXPECT_EQ(h.src.freezes, 0);
+}
+
+TEST(MigrateLazy, PreCopyAndLazyExcludeEachOtherBeforeAnythingRuns) {
+  // Refused before the sender connects: no receiver needed (port 1: none).
+  std::string root = temp_dir();
+  auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  FakeSource src;
+  SenderOptions so;
+  so.wire = crx::test::protocol_test_wire();
+  so.to = parse_host_port("127.0.0.1:1");
+  so.key = &key;
+  so.manifest.id = "c1";
+  so.manifest.lazy = true;
+  so.pre_copy = PreCopyPolicy{2, 20};
+  so.work_dir = root + "/src";
+  so.timeout = 5s;
+  auto rep = migrate_out(src, so);
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_NE(rep.error.find("--lazy and --pre-copy"), std::string::npos) << rep.error;
+  EXPECT_EQ(src.freezes, 0);
+  EXPECT_EQ(src.rounds, 0);
+  crx::remove_tree(root);
+}
+
+TEST(MigrateLazy, AnOlderReceiverThatDoesNotSayLazyIsLeftBeforeTheFreeze) {
+  // An older crx receive: parses the manifest (ignoring "lazy") and
+  // accepts without saying lazy; then it would wait for the memory in the
+  // final round. The sender stops at its Accept.
+  std::string root = temp_dir();
+  auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  TcpListener listener(parse_host_port("127.0.0.1:0"));
+  auto receiver = std::async(std::launch::async, [&] {
+    FrameConn c(listener.accept(10s), "sender");
+    c.set_timeout(10s);
+    authenticate_as_server(c, key, crx::test::protocol_test_wire());
+    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
+    c.send(FrameType::Accept, R"({"bundle":")" + m.bundle + R"(","need_rootfs":false})");
+    Frame f = c.receive();  // the sender's Abort
+    return f;
+  });
+  FakeSource src;
+  SenderOptions so;
+  so.wire = crx::test::protocol_test_wire();
+  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
+  so.key = &key;
+  so.manifest.id = "c1";
+  so.manifest.bundle = "/b";
+  so.manifest.lazy = true;
+  so.work_dir = root + "/src";
+  so.timeout = 5s;
+  auto rep = migrate_out(src, so);
+  Frame abort = receiver.get();
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_NE(rep.error.find("does not take post-copy migrations"), std::string::npos) << rep.error;
+  EXPECT_EQ(abort.type, FrameType::Abort);
+  EXPECT_EQ(src.freezes, 0);
+  EXPECT_EQ(src.dumps, 0);
+  crx::remove_tree(root);
+}
+
+TEST(MigrateLazy, NegotiationFieldsAndLazyDoneParsing) {
+  Manifest m;
+  m.id = "c1";
+  m.bundle = "/b";
+  EXPECT_EQ(to_json(m).find("lazy"), std::string::npos);  // what older receivers saw
+  m.lazy = true;
+  EXPECT_TRUE(parse_manifest(to_json(m)).lazy);
+  EXPECT_FALSE(parse_acceptance(R"({"bundle":"/b","need_rootfs":false})").lazy);
+  EXPECT_TRUE(parse_acceptance(to_json(Acceptance{"/b", false, true})).lazy);
+  LazyStats s;
+  s.seconds = 1.5;
+  s.bytes = 1 << 20;
+  s.pages = 256;
+  s.on_demand_pages = 10;
+  s.faults = 12;
+  LazyStats back = parse_lazy_done(to_json(s));
+  EXPECT_EQ(back.pages, 256u);
+  EXPECT_EQ(back.pushed_pages(), 246u);
+  EXPECT_EQ(back.faults, 12u);
+  EXPECT_THROW(parse_lazy_done(R"({"seconds":1,"bytes":2})"), crx::Error);
+  EXPECT_THROW(parse_lazy_done(R"({"seconds":1,"bytes":2.5,"pages":1})"), crx::Error);
+  EXPECT_EQ(frame_type_name(FrameType::LazyDone), "lazy-done");
 }

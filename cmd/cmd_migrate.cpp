@@ -35,6 +35,7 @@ struct MigrateArgs : MigrateConfigArgs {
   double min_shrink = -1;
   bool send_rootfs = false;
   bool kill_exec = false;
+  bool lazy = false;
   std::string on_freeze;
   CriuFlagArgs criu;
 };
@@ -54,6 +55,10 @@ void register_migrate(Cli& cli) {
           [](std::string& v) { return migrate::pre_copy_arg_error(v); }, "N|auto", "pre-copy"));
   sub->add_option("--min-shrink", a->min_shrink, "stop pre-copy when a round shrinks less (percent)")
       ->check(CLI::Range(0.0, 100.0));
+  sub->add_flag("--lazy", a->lazy,
+                "post-copy: resume on the destination before the memory arrives; the memory "
+                "follows on demand and in the background, the source stays frozen until it has "
+                "all, and a failure meanwhile loses the running copy (see the migrate README)");
   sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
@@ -72,6 +77,16 @@ void register_migrate(Cli& cli) {
     cli.action = [&cli, a] {
       auto cfg = a->load();
       if (!a->pre_copy.empty()) migrate::apply_pre_copy_arg(cfg.pre_copy, a->pre_copy);
+      // Post-copy needs no round before the freeze; the config's default
+      // rounds give way to --lazy, an explicit --pre-copy is refused.
+      if (a->lazy && !a->pre_copy.empty() && (cfg.pre_copy.adaptive || cfg.pre_copy.max_rounds > 0))
+        throw Error("--lazy and --pre-copy exclude each other: post-copy moves the memory after "
+                    "the resume, so no round before the freeze is needed",
+                    Cause::Invalid);
+      if (a->lazy) {
+        cfg.pre_copy.adaptive = false;
+        cfg.pre_copy.max_rounds = 0;
+      }
       if (a->min_shrink >= 0) cfg.pre_copy.min_shrink_percent = a->min_shrink;
       const auto auth = MigrateConfigArgs::auth(cfg);
 
@@ -90,6 +105,8 @@ void register_migrate(Cli& cli) {
       o.pre_copy = cfg.pre_copy;
       o.timeout = std::chrono::seconds(cfg.timeout_seconds);
       o.restore_timeout = std::chrono::seconds(cfg.timeout_seconds * 5);
+      o.manifest.lazy = a->lazy;
+      o.lazy_timeout = std::chrono::seconds(cfg.timeout_seconds * 30);
       if (a->format == "text") o.progress = migrate::terminal_progress("migrate " + a->id);
       StopSignals stop_signals;
       o.cancel = &StopSignals::flag();
@@ -99,6 +116,16 @@ void register_migrate(Cli& cli) {
       rdma::ContainerQps qps(cli.global);
       auto inv = qps.inventory(a->id);
       rdma::refuse_unsupported(a->id, inv);
+      // Pinned MRs are read and written by the NIC, which never faults:
+      // their memory must be in place before the container resumes, and
+      // CRIU's lazy pages cannot order that. Refused before anything runs.
+      if (a->lazy && !inv.empty())
+        throw Error("--lazy: container " + a->id + " has verbs objects (" +
+                        std::to_string(inv.mrns.size()) + " MRs pinning " +
+                        migrate::human_bytes(inv.mr_bytes) +
+                        "), whose memory must be in place before it resumes; migrate it "
+                        "without --lazy",
+                    Cause::Unsupported);
       if (!inv.empty()) o.manifest.rdma = inv;
 
       // Refuses here, before anything is frozen, when the container has

@@ -85,6 +85,7 @@ void register_receive(Cli& cli) {
       o.image_root = ram.path();
       o.timeout = std::chrono::seconds(cfg.timeout_seconds);
       o.commit_timeout = std::chrono::seconds(cfg.timeout_seconds);
+      o.lazy_timeout = std::chrono::seconds(cfg.timeout_seconds * 30);
       migrate::CriuDestination criu(cli.global);
       rdma::SystemRdmaHost rdma_host;
       rdma::ContainerQps qps(cli.global);

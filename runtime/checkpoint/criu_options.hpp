@@ -63,6 +63,13 @@ struct DumpOptions : CommonOptions {
   std::optional<PageServerTarget> page_server;
   bool lazy_pages = false;
   int status_fd = -1;         // CRIU writes a byte when lazy pages are ready
+  // With lazy_pages: serve the memory on this connected socket (a
+  // migration's authenticated page channel) instead of a listening port.
+  // CRIU 3.17's RPC ignores `ps` when lazy_pages is set (cr-service.c:
+  // it takes only the port and listens on every address), so crx passes
+  // it as `ps-socket` in the RPC config file, which CRIU parses after the
+  // request and which sets the same option as `criu dump --ps-socket`.
+  int lazy_page_socket = -1;
   uint32_t empty_ns = 0;      // CLONE_NEW* mask of namespaces to leave empty
   bool auto_dedup = false;
   std::string freeze_cgroup;  // freezer cgroup dir of the container

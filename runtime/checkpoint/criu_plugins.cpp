@@ -37,11 +37,13 @@ std::string criu_plugin_dir() {
   return choose_criu_plugin_dir(std::getenv(kCriuLibdirEnv), executable_directory(), is_directory);
 }
 
-std::string write_criu_config(int dir_fd, const std::string& libdir) {
+std::string write_criu_config(int dir_fd, const std::string& libdir,
+                              const std::vector<std::string>& more) {
   UniqueFd fd(::openat(dir_fd, kCriuConfigName, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
   if (!fd) throw_errno(std::string("write ") + kCriuConfigName + " for CRIU");
   // CRIU's config syntax: a long option without dashes, its value.
-  std::string text = "libdir " + libdir + "\n";
+  std::string text = libdir.empty() ? "" : "libdir " + libdir + "\n";
+  for (const auto& line : more) text += line + "\n";
   size_t off = 0;
   while (off < text.size()) {
     ssize_t n = retry_eintr([&] { return ::write(fd.get(), text.data() + off, text.size() - off); });

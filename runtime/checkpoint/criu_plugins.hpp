@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace crx::checkpoint {
 
@@ -24,9 +25,12 @@ std::string choose_criu_plugin_dir(const char* env, const std::string& exe_dir,
 // The rule for this process ("" = CRIU's default).
 std::string criu_plugin_dir();
 
-// Writes `libdir <libdir>` as kCriuConfigName into the directory dir_fd
-// (ours) and returns the path CRIU opens it by: /proc/<our pid>/fd/<dir_fd>/…
-// Throws Error (with errno) when it cannot be written.
-std::string write_criu_config(int dir_fd, const std::string& libdir);
+// Writes `libdir <libdir>` (none when libdir is "") and the lines of
+// `more` (CRIU's config syntax: "option value") as kCriuConfigName into
+// the directory dir_fd (ours) and returns the path CRIU opens it by:
+// /proc/<our pid>/fd/<dir_fd>/… Throws Error (with errno) when it cannot
+// be written.
+std::string write_criu_config(int dir_fd, const std::string& libdir,
+                              const std::vector<std::string>& more = {});
 
 }  // namespace crx::checkpoint

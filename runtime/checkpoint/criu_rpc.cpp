@@ -52,6 +52,7 @@ struct OptsBuilder {
   std::vector<CgroupRoot*> cg_root_ptrs;
   std::vector<int> child_fds;  // fds CRIU itself must inherit
   std::string config_file;
+  std::vector<std::string> config_lines;  // beyond libdir, for the config file
   bool defer_verbs_resume = false;
 
   static char* s(const std::string& v) { return const_cast<char*>(v.c_str()); }
@@ -91,8 +92,9 @@ struct OptsBuilder {
     opts.n_external = external.size();
     opts.external = external.data();
     std::string libdir = o.criu_libdir ? *o.criu_libdir : criu_plugin_dir();
-    if (!libdir.empty()) {
-      config_file = write_criu_config(o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd, libdir);
+    if (!libdir.empty() || !config_lines.empty()) {
+      config_file = write_criu_config(o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd, libdir,
+                                      config_lines);
       opts.config_file = s(config_file);
     }
   }
@@ -112,6 +114,12 @@ struct OptsBuilder {
   }
 
   void dump(const DumpOptions& o) {
+    if (o.lazy_page_socket >= 0) {
+      if (!o.lazy_pages) throw Error("criu dump: a lazy page socket without lazy pages");
+      // Inherited under the same number (SwrkSession keeps child_fds).
+      config_lines.push_back("ps-socket " + std::to_string(o.lazy_page_socket));
+      child_fds.push_back(o.lazy_page_socket);
+    }
     common(o);
     if (o.pid <= 0) throw Error("criu dump: no pid given");
     opts.has_pid = true;

@@ -5,7 +5,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <sys/socket.h>
+
 #include <chrono>
+#include <condition_variable>
+#include <exception>
+#include <mutex>
 #include <optional>
 #include <thread>
 
@@ -20,6 +25,7 @@
 #include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
 #include "migrate/destination_checks.hpp"
+#include "migrate/lazy_pages.hpp"
 #include "migrate/manifest.hpp"
 #include "migrate/page_relay.hpp"
 #include "migrate/rootfs_stream.hpp"
@@ -94,6 +100,75 @@ class CriuPageSink : public PageSink {
   ChildProcess child_;
 };
 
+// The source's half of a post-copy migration. criu_dump with lazy pages
+// writes every image but the lazy memory, tells its client so (the
+// post-dump notification, after it flushed and closed the images), then
+// serves the memory from the frozen tasks on the page channel until the
+// destination's lazy-pages daemon says it is done; only then does the call
+// return. The migration must go on meanwhile (send the images, restore,
+// commit), so the call runs in a thread this object owns. The thread is
+// the only user of the CRIU child (criu_rpc's SwrkSession, in the call).
+class CriuLazyDump : public LazyDump {
+ public:
+  CriuLazyDump(checkpoint::DumpOptions o, UniqueFd images, UniqueFd work, UniqueFd page_fd)
+      : images_(std::move(images)), work_(std::move(work)), page_fd_(std::move(page_fd)) {
+    o.images_dir_fd = images_.get();
+    o.work_dir_fd = work_.get();
+    o.lazy_pages = true;
+    o.lazy_page_socket = page_fd_.get();
+    o.page_server.reset();  // the non-lazy pages go into the images
+    o.notify_scripts = true;
+    thread_ = std::thread([this, o] { run(o); });
+  }
+  ~CriuLazyDump() override {
+    // CRIU's page server reads the end of the stream and ends its session
+    // (a rollback: the destination never resumed); the frozen tasks are
+    // let go before the caller thaws or kills them.
+    ::shutdown(page_fd_.get(), SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+  void wait_images(std::chrono::milliseconds timeout) override {
+    std::unique_lock l(mutex_);
+    if (!cv_.wait_for(l, timeout, [&] { return images_ready_ || finished_; }))
+      throw Error("criu dump did not write its images within " +
+                  std::to_string(timeout.count() / 1000) + " s");
+    if (error_) std::rethrow_exception(error_);
+  }
+  void wait_pages(std::chrono::milliseconds timeout) override {
+    std::unique_lock l(mutex_);
+    if (!cv_.wait_for(l, timeout, [&] { return finished_; }))
+      throw Error("the destination did not fetch every page within " +
+                  std::to_string(timeout.count() / 1000) + " s");
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void run(const checkpoint::DumpOptions& o) {
+    std::exception_ptr error;
+    try {
+      checkpoint::criu_dump(o, [this](checkpoint::Notification& n) {
+        if (n.script != "post-dump") return;
+        std::lock_guard l(mutex_);
+        images_ready_ = true;
+        cv_.notify_all();
+      });
+    } catch (...) {
+      error = std::current_exception();
+    }
+    std::lock_guard l(mutex_);
+    error_ = error;
+    finished_ = true;
+    cv_.notify_all();
+  }
+
+  UniqueFd images_, work_, page_fd_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool images_ready_ = false, finished_ = false;
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
 }  // namespace
 
 CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
@@ -155,6 +230,21 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
   run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true);
 }
 
+std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {
+  checkpoint::write_carried_state(images_dir,
+                                  checkpoint::carried_state_of(src_.state, src_.paused));
+  UniqueFd images = open_dir(images_dir);
+  UniqueFd work = open_dir(images_dir + ".work");
+  checkpoint::DumpOptions o = src_.base;
+  o.log_file = "dump.log";
+  // Frozen (cgroup) before CRIU starts: with leave_running CRIU leaves it
+  // frozen after the lazy phase too, for destroy() or the operator.
+  o.leave_running = true;
+  checkpoint::add_recreated_mounts(o, src_);
+  return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
+                                        std::move(page_fd));
+}
+
 void CriuSource::resume() {
   if (src_.paused) return;  // paused before the migration: stays paused
   checkpoint::thaw_container(g_, id_);
@@ -186,7 +276,23 @@ Acceptance CriuDestination::accept(const Manifest& m) {
   HostVersions here = host_versions();
   check_not_older("kernel", here.kernel, m.kernel);
   check_not_older("CRIU", here.criu, m.criu_version);
-  Acceptance a{m.bundle, false};
+  Acceptance a{m.bundle, false, false};
+  if (m.lazy) {
+    // Post-copy restores through userfaultfd with CRIU's non-cooperative
+    // events (fork, mremap, unmap in the restored tasks); CRIU checks the
+    // kernel for both. Refused now rather than at the restore, after the
+    // source froze.
+    int status = -1;
+    try {
+      status = spawn({"criu", "check", "--feature", "uffd-noncoop"}, {.quiet = true}).wait();
+    } catch (const std::exception&) {
+    }
+    if (status != 0)
+      throw Error("this destination cannot restore post-copy (--lazy): `criu check --feature "
+                  "uffd-noncoop` fails here (a kernel without userfaultfd?)",
+                  Cause::Unsupported);
+    a.lazy = true;
+  }
   std::optional<spec::Spec> config;
   if (path_exists(m.bundle + "/config.json")) {
     if (bundle_config_hash(m.bundle) != m.config_sha256)
@@ -218,6 +324,14 @@ std::unique_ptr<PageSink> CriuDestination::start_page_server(const std::string& 
   return std::make_unique<CriuPageSink>(round_dir, std::move(channel));
 }
 
+std::unique_ptr<LazyPages> CriuDestination::start_lazy_pages(const std::string& round_dir,
+                                                             UniqueFd channel) {
+  // The restore's work dir (restore() below): the daemon listens there on
+  // a unix socket CRIU's restore connects to by its relative name.
+  return std::make_unique<CriuLazyPages>(round_dir, round_dir + ".work", std::move(channel),
+                                         std::chrono::seconds(30));
+}
+
 int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
                              const Acceptance& a, const std::function<void()>& hold) {
   checkpoint::RestoreRequest r;
@@ -230,6 +344,7 @@ int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
   r.flags.ext_unix_sk = m.flags.ext_unix_sk;
   r.flags.shell_job = m.flags.shell_job;
   r.flags.file_locks = m.flags.file_locks;
+  r.flags.lazy_pages = m.lazy;  // the memory comes from start_lazy_pages' daemon
   if (!m.flags.manage_cgroups_mode.empty())
     r.flags.manage_cgroups_mode = checkpoint::parse_cgroup_mode(m.flags.manage_cgroups_mode);
   r.hold = hold;

@@ -28,6 +28,9 @@ class CriuSource : public SourceSide {
   void dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
   void resume() override;
   void destroy() override;
+  // CRIU's lazy dump in a thread of its own (criu_dump returns only once
+  // the destination has every page); see CriuLazyDump in the .cpp.
+  std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) override;
   // The processes outside the init's tree that the final dump left out
   // (--kill-exec); destroy() kills them with the source.
   const std::vector<checkpoint::OutsideProcess>& left_out() const { return left_out_; }
@@ -54,6 +57,9 @@ class CriuDestination : public DestinationSide {
   explicit CriuDestination(container::GlobalOptions g);
   Acceptance accept(const Manifest& m) override;
   std::unique_ptr<PageSink> start_page_server(const std::string& round_dir,
+                                              UniqueFd channel) override;
+  // `criu lazy-pages` on the final round's images (lazy_pages.hpp).
+  std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                               UniqueFd channel) override;
   int restore(const std::string& images_dir, const Manifest& m, const Acceptance& a,
               const std::function<void()>& hold) override;

@@ -53,7 +53,8 @@ bool is_kernel_tls_socket(int fd) {
   return std::strncmp(name, "tls", sizeof name) == 0;
 }
 
-PageRelay::PageRelay(UniqueFd tls_socket, Mode mode) : tls_(std::move(tls_socket)), mode_(mode) {
+PageRelay::PageRelay(UniqueFd tls_socket, Mode mode, OnEnd on_end)
+    : tls_(std::move(tls_socket)), mode_(mode), on_end_(on_end) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
@@ -144,6 +145,7 @@ void PageRelay::run() {
   if (mode_ == Mode::Splice && ::pipe2(pipe_fds, O_CLOEXEC) != 0) mode_ = Mode::Copy;
   UniqueFd pipe_r(pipe_fds[0]), pipe_w(pipe_fds[1]);
   bool network_eof = false;
+  bool failed = false;
   try {
     for (;;) {
       pollfd fds[2] = {{local_.get(), POLLIN, 0},
@@ -164,18 +166,21 @@ void PageRelay::run() {
       if (!network_eof && fds[1].revents) {
         if (!network_to_local(pipe_r.get(), pipe_w.get(), buf.data(), buf.size())) {
           network_eof = true;
-          ::shutdown(local_.get(), SHUT_WR);  // CRIU reads the end of the stream
+          network_ended_ = true;
+          if (on_end_ == OnEnd::Close) ::shutdown(local_.get(), SHUT_WR);  // CRIU reads the end
         }
       }
     }
   } catch (const std::exception& e) {
     fail(e.what());
+    failed = true;
   }
-  // CRIU sees the end of its socket whatever ended the relay, and the
+  // CRIU sees the end of its socket whatever ended the relay (unless told
+  // to hold it after a failure: stop() shuts it down then), and the
   // sender sees the end of the page channel at once (unread bytes make
   // the close a reset): a sender whose pages are no longer read must not
   // wait for a full TCP window until its time-out.
-  ::shutdown(local_.get(), SHUT_RDWR);
+  if (!failed || on_end_ == OnEnd::Close) ::shutdown(local_.get(), SHUT_RDWR);
   std::lock_guard<std::mutex> lock(mutex_);
   tls_.reset();
 }

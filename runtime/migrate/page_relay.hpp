@@ -37,8 +37,18 @@ class PageRelay {
   // Copy: read(2) into a buffer, write(2) out.
   enum class Mode { Splice, Copy };
 
+  // What CRIU's end sees when the network side ends or fails.
+  //   Close: its end is shut down at once (a page server: the round ends).
+  //   Hold: its end stays open until stop() - for `criu lazy-pages`, whose
+  //     end closing would make it exit and drop the restored tasks'
+  //     userfaultfds, after which the pages they lack read as zeros. The
+  //     owner kills the tasks first, then stops the relay. A network end
+  //     of stream is not passed on either: the daemon closes its end itself
+  //     once it has every page (network_ended() tells the owner).
+  enum class OnEnd { Close, Hold };
+
   // Takes the kTLS socket (blocking); creates the socketpair. Throws Error.
-  explicit PageRelay(UniqueFd tls_socket, Mode mode = Mode::Splice);
+  explicit PageRelay(UniqueFd tls_socket, Mode mode = Mode::Splice, OnEnd on_end = OnEnd::Close);
   ~PageRelay();
   PageRelay(const PageRelay&) = delete;
   PageRelay& operator=(const PageRelay&) = delete;
@@ -52,6 +62,8 @@ class PageRelay {
   // What broke the relay before stop(), "" if nothing did.
   std::string error() const;
   uint64_t bytes_from_network() const { return bytes_in_.load(); }
+  // The network side reached its end of stream (OnEnd::Hold keeps it from CRIU).
+  bool network_ended() const { return network_ended_.load(); }
   // The mode in use (Copy after a fallback).
   Mode mode() const { return mode_.load(); }
 
@@ -62,7 +74,9 @@ class PageRelay {
 
   UniqueFd tls_, local_, peer_;
   std::atomic<Mode> mode_;
+  OnEnd on_end_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> network_ended_{false};
   std::atomic<uint64_t> bytes_in_{0};
   mutable std::mutex mutex_;  // error_, and tls_ being closed by the thread
   std::string error_;

@@ -1,0 +1,165 @@
+#include "migrate/lazy_pages.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+#include "checkpoint/criu_rpc.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "common/retry_eintr.hpp"
+
+namespace crx::migrate {
+namespace {
+
+constexpr const char* kLogName = "lazy-pages.log";
+
+// "(00.012345) 123-7: #PF at 0x7f12..." -> pid 123, rest "#PF at 0x7f12...";
+// false for a line of another shape.
+bool task_line(std::string_view line, long* pid, std::string_view* rest) {
+  size_t p = line.find(") ");
+  if (line.empty() || line[0] != '(' || p == std::string_view::npos) return false;
+  line.remove_prefix(p + 2);
+  size_t dash = line.find('-');
+  size_t colon = line.find(": ");
+  if (dash == std::string_view::npos || colon == std::string_view::npos || dash > colon ||
+      dash == 0)
+    return false;
+  for (size_t i = 0; i < colon; ++i)
+    if (i != dash && (line[i] < '0' || line[i] > '9')) return false;
+  *pid = std::stol(std::string(line.substr(0, dash)));
+  *rest = line.substr(colon + 2);
+  return true;
+}
+
+unsigned long long number(std::string_view s, int base) {
+  std::string t(s);
+  try {
+    return std::stoull(t, nullptr, base);
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+LazyStats lazy_stats_from_log(std::string_view log) {
+  LazyStats s;
+  // Faulting addresses not copied yet, per task.
+  std::map<long, std::set<unsigned long long>> waiting;
+  while (!log.empty()) {
+    size_t nl = log.find('\n');
+    std::string_view line = log.substr(0, nl);
+    log.remove_prefix(nl == std::string_view::npos ? log.size() : nl + 1);
+    long pid = 0;
+    std::string_view rest;
+    if (!task_line(line, &pid, &rest)) continue;
+    if (rest.rfind("#PF at 0x", 0) == 0) {
+      ++s.faults;
+      waiting[pid].insert(number(rest.substr(9), 16));
+    } else if (rest.rfind("uffd_copy: 0x", 0) == 0) {
+      std::string_view v = rest.substr(13);
+      size_t slash = v.find('/');
+      if (slash == std::string_view::npos) continue;
+      unsigned long long addr = number(v.substr(0, slash), 16);
+      unsigned long long len = number(v.substr(slash + 1), 10);
+      s.pages += len / kLazyPageSize;
+      auto& w = waiting[pid];
+      for (auto it = w.lower_bound(addr); it != w.end() && *it < addr + len;) {
+        ++s.on_demand_pages;
+        it = w.erase(it);
+      }
+    }
+  }
+  return s;
+}
+
+CriuLazyPages::CriuLazyPages(const std::string& images_dir, const std::string& work_dir,
+                             UniqueFd channel, std::chrono::milliseconds start_timeout)
+    : work_dir_(work_dir) {
+  mkdir_p(work_dir, 0700);
+  if (is_kernel_tls_socket(channel.get())) {
+    relay_ = std::make_unique<PageRelay>(std::move(channel), PageRelay::Mode::Splice,
+                                         PageRelay::OnEnd::Hold);
+    channel = relay_->take_peer_end();
+  }
+  // The daemon writes one byte here once it listens for the restore.
+  int sp[2];
+  if (::pipe2(sp, O_CLOEXEC) != 0) throw_errno("pipe for criu lazy-pages' status");
+  UniqueFd status_r(sp[0]), status_w(sp[1]);
+  child_ = spawn({"criu", "lazy-pages", "--images-dir", images_dir, "--work-dir", work_dir,
+                  "--page-server", "--ps-socket", std::to_string(channel.get()), "--status-fd",
+                  std::to_string(status_w.get()), "--log-file", kLogName, "-v4"},
+                 {.keep_fds = {channel.get(), status_w.get()}, .quiet = true});
+  status_w.reset();
+  pollfd pfd{status_r.get(), POLLIN, 0};
+  int n = retry_eintr([&] { return ::poll(&pfd, 1, static_cast<int>(start_timeout.count())); });
+  char c = 1;
+  if (n <= 0 || ::read(status_r.get(), &c, 1) != 1) {
+    child_.kill_and_wait();
+    std::string tail = log_tail();
+    throw Error("criu lazy-pages did not start" + (tail.empty() ? "" : ": " + tail));
+  }
+}
+
+CriuLazyPages::~CriuLazyPages() {
+  // The caller killed the restored tasks if the phase failed; now the
+  // daemon may go.
+  if (child_.running()) child_.kill_and_wait();
+  if (relay_) relay_->stop();
+}
+
+std::string CriuLazyPages::log_tail() const {
+  try {
+    return checkpoint::criu_log_tail(read_file(work_dir_ + "/" + kLogName));
+  } catch (const std::exception&) {
+    return {};
+  }
+}
+
+LazyStats CriuLazyPages::wait(std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  auto until = Clock::now() + timeout;
+  std::optional<Clock::time_point> network_ended;
+  int status = 0;
+  while (!child_.try_wait(&status)) {
+    // A broken channel: the relay holds the daemon's end, the daemon waits
+    // for pages that will not come; say why at once.
+    if (relay_ && !relay_->error().empty()) throw Error(relay_->error());
+    // The source ends the channel only after the daemon's last message; a
+    // daemon still running long after that end waits for pages in vain.
+    if (relay_ && relay_->network_ended()) {
+      if (!network_ended) network_ended = Clock::now();
+      if (Clock::now() - *network_ended > std::chrono::seconds(10))
+        throw Error("the source ended the page channel before every page arrived");
+    }
+    if (Clock::now() > until)
+      throw Error("the memory did not arrive within " + std::to_string(timeout.count() / 1000) +
+                  " s (criu lazy-pages still running)");
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (status != 0) {
+    std::string tail = log_tail();
+    std::string why = relay_ ? relay_->error() : std::string();
+    throw Error((why.empty() ? "" : why + "; ") + "criu lazy-pages " + describe_wait_status(status) +
+                (tail.empty() ? "" : ": " + tail));
+  }
+  LazyStats s;
+  try {
+    s = lazy_stats_from_log(read_file(work_dir_ + "/" + kLogName));
+  } catch (const std::exception&) {
+  }
+  if (relay_) {
+    relay_->join();
+    s.bytes = relay_->bytes_from_network();
+  } else {
+    s.bytes = s.pages * kLazyPageSize;
+  }
+  return s;
+}
+
+}  // namespace crx::migrate

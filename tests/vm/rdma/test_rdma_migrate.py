@@ -132,6 +132,25 @@ class RdmaMigrateTest(RdmaBedCase):
                                       f"{CRX} rdma setup && {CRX} rdma status"), flush=True)
         self.finish(cid, sender, count)
 
+    def test_4b_lazy_is_refused_before_the_freeze(self):
+        """crx migrate --lazy (post-copy) of a container with verbs objects:
+        its pinned MRs must be in place before it resumes, which CRIU's lazy
+        pages cannot order (runtime/migrate/README.md, "Post-copy"). One
+        line, before anything is frozen; the source and its partner carry
+        on untouched."""
+        cid, count = "seq4b", 2000
+        sender = self.start_pair(cid, 18614, count, 100)
+        n = self.wait_progress(cid, 200)
+        rc, out, err, rrc, rlog, took = self.try_migrate(cid, 0, 2, "--lazy")
+        self.assert_source_carries_on(cid, rc, out, err, rlog)
+        errors = [line for line in err.splitlines() if line.strip()]
+        self.assertEqual(len(errors), 1, f"one line: {err}")
+        self.assertIn("--lazy", errors[0])
+        self.assertIn("verbs objects", errors[0])
+        self.assertNotIn("freeze", out + err, "refused before the freeze")
+        self.wait_progress(cid, n + 100)
+        self.finish(cid, sender, count)
+
     def test_5_failed_restore_on_the_destination_rolls_back(self):
         """The destination's CRIU finds no plugin (its dir hidden under an
         empty tmpfs in g2 only): its restore fails after the source was

@@ -1,0 +1,140 @@
+#!/usr/bin/python3
+"""crx migrate --lazy (post-copy) between two guests, real CRIU 3.17.1 and
+userfaultfd in Debian's 6.1 kernel.
+
+The container is dirtier.c in "idle" mode over 256 MiB: it writes every
+page once (its index in the first 8 bytes), then checks every page over
+and over, so after the resume it touches all of its memory (each first
+touch of a page not yet there is a fault CRIU's lazy-pages daemon serves on
+demand) and a page that arrived wrong, or as zeros, makes it log BAD and
+exit."""
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
+from test_migrate import (CRX, DIRTIER, KEY, PORT, Base, Receiving,  # noqa: E402
+                          make_bundle)
+from vmtest import main, report_line, wait_for_count, wait_listening, wait_until  # noqa: E402
+
+MIB = 256
+
+
+class LazyMigrateTest(Receiving, Base):
+    guests = 2
+
+    @classmethod
+    def prepare(cls, tb):
+        super().prepare(tb)
+        b = make_bundle(tb.scratch, name="bundle-lazy",
+                        script=f"exec /dirtier idle {MIB} /out/lazy.log")
+        subprocess.run(["cc", "-O2", "-static", "-o", os.path.join(b, "rootfs", "dirtier"),
+                        DIRTIER], check=True)
+        cls.lazy_bundle = b
+
+    def setUp(self):
+        super().setUp()
+        for k in (0, 1):
+            self.sh(self.tb, k, f"cp -a {self.lazy_bundle} /tmp/bundle && "
+                                f"printf %s {KEY} > /tmp/key && chmod 600 /tmp/key", timeout=600)
+
+    def log(self):
+        out = self.sh(self.tb, 0, f"cat {self.tb.scratch}/out/lazy.log 2>/dev/null || true")
+        self.assertNotIn("BAD", out, "the memory is not what the container wrote")
+        return [int(x) for x in out.split()]
+
+    def start_dirtier(self):
+        self.sh(self.tb, 0, f"{CRX} run -d -b /tmp/bundle c1 </dev/null >/dev/null 2>&1",
+                timeout=300)
+        # Counting: all 256 MiB written once and checked at least once.
+        wait_for_count(self.log, 3, 300)
+
+    def test_lazy_256_mib_arrive_intact_and_downtime_does_not_carry_them(self):
+        tb = self.tb
+        self.start_dirtier()
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb, "--lazy")
+        rrc, rout, rerr = tb.wait(rh, timeout=900)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        report = json.loads(out.strip().splitlines()[-1])
+        print("sender report:", report_line(report), flush=True)
+        print("lazy phase:", json.dumps(report.get("lazy")), flush=True)
+        self.assertEqual(report["outcome"], "migrated")
+        self.assertEqual(report["security"], "tls+ktls")
+        # One final round without the heap: it came in the lazy phase, after
+        # the resume, fetched on demand and pushed in the background.
+        rounds = report["rounds"]
+        self.assertEqual(len(rounds), 1, rounds)
+        self.assertLess(rounds[0]["page_bytes"], 16 << 20, rounds)
+        lazy = report["lazy"]
+        self.assertGreaterEqual(lazy["pages"] * 4096, (MIB - 1) << 20, lazy)
+        self.assertGreater(lazy["on_demand_pages"], 0, lazy)
+        self.assertGreater(lazy["pushed_pages"], 0, lazy)
+        self.assertGreater(lazy["seconds"], 0, lazy)
+        self.assertIn("lazy pages", [p["name"] for p in report["phases"]])
+        rreport = json.loads(rout.strip().splitlines()[-1])
+        self.assertEqual(rreport["lazy"]["pages"], lazy["pages"])
+        # Exactly one copy, on g1, counting on where it stopped with every
+        # page checked again (a BAD line fails self.log()).
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        c = self.log()
+        after = wait_for_count(self.log, c[-1] + 3, 300)
+        self.assertEqual(after, list(range(len(after))), "the count restarted or skipped")
+        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
+    def test_link_lost_in_the_lazy_phase_kills_the_destination_copy_keeps_the_source_frozen(self):
+        """README.md, "Post-copy": the destination's copy runs without part
+        of its memory; when the link dies it is killed (before CRIU's daemon
+        lets go of its userfaultfd, so no page reads as zeros: no BAD), and
+        the source stays frozen as it was at the freeze, never resumed by
+        crx. `crx resume` there brings it back from that point."""
+        tb = self.tb
+        self.start_dirtier()
+        # A slow link from the source keeps the lazy phase going for minutes.
+        self.sh(tb, 0, "modprobe sch_tbf 2>/dev/null; "
+                       "tc qdisc add dev eth0 root tbf rate 8mbit burst 32kb latency 5s")
+        log = "/tmp/receiver.log"
+        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                         f"--timeout 20 --image-dir /run/crx-migrate > {log} 2>&1")
+        wait_listening(tb, 1, PORT, "crx receive", rh)
+        mh = tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key --lazy "
+                         "--timeout 20 --format json")
+        wait_until(lambda: tb.run(1, f"grep -q 'lazy pages' {log}")[0] == 0, 600,
+                   "the receiver to reach its lazy phase", interval=0.3)
+        time.sleep(3)  # it runs on g1 and faults its pages in
+        self.sh(tb, 1, "ip link set eth0 down")
+        rc, out, err = tb.wait(mh, timeout=600)
+        rrc, _, _ = tb.wait(rh, timeout=600)
+        rlog = self.sh(tb, 1, f"cat {log}")
+        print("sender:", out, err, "receiver:", rlog, sep="\n", flush=True)
+        self.sh(tb, 1, "ip link set eth0 up")
+        self.assertNotEqual(rc, 0)
+        report = json.loads(out.strip().splitlines()[-1])
+        self.assertEqual(report["outcome"], "lazy phase failed", report.get("error"))
+        self.assertIn("crx resume c1", report["error"])
+        self.assertNotEqual(rrc, 0)
+        self.assertIn("lazy phase failed", rlog)
+        # The destination's copy is gone, and it never read a missing page
+        # as zeros (self.log() fails on BAD).
+        self.assertIsNone(self.state(tb, 1)[0])
+        self.assertEqual(tb.run(1, "pgrep -x criu")[0], 1, "criu left running on the destination")
+        self.log()
+        # The source: there, frozen, not counting.
+        self.assertIsNotNone(self.state(tb, 0)[0])
+        before = self.log()
+        time.sleep(2)
+        self.assertEqual(self.log(), before, "the source must stay frozen")
+        # The operator's choice: resume it from the freeze.
+        self.sh(tb, 0, "tc qdisc del dev eth0 root 2>/dev/null; true")
+        self.sh(tb, 0, f"{CRX} resume c1")
+        wait_until(lambda: len(self.log()) > len(before) + 3, 300, "the resumed source to count")
+        self.sh(tb, 0, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
+
+if __name__ == "__main__":
+    main()

@@ -229,12 +229,17 @@ def main():
                     help="CRIU flags for crx migrate; the default does what runc always "
                          "does: the netns is moved empty (runc does not manage networks)")
     ap.add_argument("--json", help="write all measurements here")
+    ap.add_argument("--no-lazy", action="store_true",
+                    help="leave out crx migrate --lazy (post-copy), interleaved by default")
     ap.add_argument("--bandwidth-only", action="store_true",
                     help="only measure the link (sendfile) and the runc way's copy tool")
     a = ap.parse_args()
     crx = os.path.join(a.build, "crx")
     sizes = [int(x) for x in a.sizes.split(",")]
-    runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {}, "baseline": []}
+    runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {},
+            "lazy": {}, "baseline": []}
+    # crx --lazy (post-copy): no pre-copy round, the memory after the resume.
+    ways = ("crx", "runc") if a.no_lazy else ("crx", "runc", "lazy")
     # Memory: the container, its image in RAM on the receiving end (runc way:
     # also the source's image dir), and the guest itself.
     with Testbed(2, rxe=False, memory_mb=max(768, 3 * max(sizes) + 512)) as tb:
@@ -255,6 +260,8 @@ def main():
         # binaries over 9p and are several times slower than the later ones.
         crx_way(tb, crx, BASELINE_MIB, "warmcrx", a.pre_copy, a.crx_flags)
         runc_way(tb, BASELINE_MIB, "warmrunc")
+        if "lazy" in ways:
+            crx_way(tb, crx, BASELINE_MIB, "warmlazy", 0, a.crx_flags + " --lazy")
         for rep in range(a.reps):
             r = crx_way(tb, crx, BASELINE_MIB, f"base{rep}", a.pre_copy, a.crx_flags)
             runs["baseline"].append(r)
@@ -262,10 +269,17 @@ def main():
                   f"total {r['total']:.2f} s [{phases(r['report'])}]", flush=True)
         for mib in sizes:
             for rep in range(a.reps):
-                order = ("crx", "runc") if rep % 2 == 0 else ("runc", "crx")
+                # Each way goes first in turn.
+                order = ways[rep % len(ways):] + ways[:rep % len(ways)]
                 for way in order:
                     cid = f"{way}{mib}r{rep}"
-                    if way == "crx":
+                    if way == "lazy":
+                        r = crx_way(tb, crx, mib, cid, 0, a.crx_flags + " --lazy")
+                        lz = r["report"].get("lazy") or {}
+                        detail = (f"[{phases(r['report'])}] lazy {lz.get('seconds', 0):.2f} s: "
+                                  f"{lz.get('on_demand_pages', 0)} pages on demand, "
+                                  f"{lz.get('pushed_pages', 0)} pushed")
+                    elif way == "crx":
                         r = crx_way(tb, crx, mib, cid, a.pre_copy, a.crx_flags)
                         detail = (f"[{phases(r['report'])}] rounds " +
                                   ", ".join(f"{x['page_bytes'] >> 10} KiB"
@@ -298,14 +312,30 @@ def main():
     print("| memory | crx downtime | runc-way downtime | downtime ratio | crx total | "
           "runc-way total | total ratio | limit (mem/bw) | crx total / (1.3 limit + fixed) |")
     print("|---|---|---|---|---|---|---|---|---|")
+    lazy_rows = []
     for mib in sizes:
         cd = med(r["downtime"] for r in runs["crx"][mib])
+        if runs["lazy"]:
+            ld = med(r["downtime"] for r in runs["lazy"][mib])
+            lt = med(r["total"] for r in runs["lazy"][mib])
+            l16 = med(r["downtime"] for r in runs["lazy"][sizes[0]])
+            lazy_rows.append(f"| {mib} MiB | {ld:.2f} s | {lt:.2f} s | {ld / cd:.2f} | "
+                             f"{lt / med(r['total'] for r in runs['crx'][mib]):.2f} | "
+                             f"{ld / l16:.2f} |")
         ct = med(r["total"] for r in runs["crx"][mib])
         rd = med(r["downtime"] for r in runs["runc"][mib])
         rt = med(r["total"] for r in runs["runc"][mib])
         limit = (mib << 20) / link
         print(f"| {mib} MiB | {cd:.2f} s | {rd:.2f} s | {cd / rd:.2f} | {ct:.2f} s | "
               f"{rt:.2f} s | {ct / rt:.2f} | {limit:.2f} s | {ct / (1.3 * limit + fixed):.2f} |")
+    if lazy_rows:
+        print(f"\ncrx --lazy (post-copy) against crx with --pre-copy {a.pre_copy}; the last "
+              f"column: its downtime over its own at {sizes[0]} MiB\n")
+        print("| memory | lazy downtime | lazy total | downtime / pre-copy's | total / pre-copy's | "
+              f"downtime / at {sizes[0]} MiB |")
+        print("|---|---|---|---|---|---|")
+        for row in lazy_rows:
+            print(row)
 
 
 if __name__ == "__main__":

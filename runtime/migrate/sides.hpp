@@ -62,11 +62,9 @@ class SourceSide {
   virtual void destroy() = 0;
   // --lazy, instead of dump() (the container is frozen): the final dump
   // without its memory, which is served over page_fd (the LazyDump owns it).
-  virtual std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) {
-    (void)images_dir;
-    (void)page_fd;
-    throw Error("this source cannot migrate post-copy (--lazy)", Cause::Unsupported);
-  }
+  // Pure, as every call here: a wrapper side that forgot to forward it
+  // would turn post-copy into a failure after the freeze.
+  virtual std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) = 0;
 };
 
 // A running page server for one round; wait() throws when it failed.
@@ -97,11 +95,7 @@ class DestinationSide {
   // --lazy: the lazy-pages daemon for the final round's images, its pages
   // coming over channel; returns once restore() can connect to it.
   virtual std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
-                                                      UniqueFd channel) {
-    (void)round_dir;
-    (void)channel;
-    throw Error("this destination cannot restore post-copy (--lazy)", Cause::Unsupported);
-  }
+                                                      UniqueFd channel) = 0;
 };
 
 }  // namespace crx::migrate

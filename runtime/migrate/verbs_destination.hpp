@@ -25,6 +25,12 @@ class VerbsDestination : public DestinationSide {
                                               UniqueFd channel) override {
     return inner_.start_page_server(round_dir, std::move(channel));
   }
+  // Post-copy is refused for verbs containers (receiver.cpp) before this;
+  // forwarded for every other container that comes through here.
+  std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
+                                              UniqueFd channel) override {
+    return inner_.start_lazy_pages(round_dir, std::move(channel));
+  }
   int restore(const std::string& images_dir, const Manifest& m, const Acceptance& a,
               const std::function<void()>& hold) override;
   void discard(const Manifest& m) noexcept override { inner_.discard(m); }

@@ -16,6 +16,9 @@ using namespace std::chrono_literals;
 
 // Leaves a file behind when frozen, so the hook can tell it ran after.
 struct MarkingSource : SourceSide {
+  std::unique_ptr<crx::migrate::LazyDump> lazy_dump(const std::string&, crx::UniqueFd) override {
+    throw crx::Error("no post-copy here");
+  }
   std::string marker;
   int freezes = 0, dumps = 0, resumes = 0;
   void pre_dump(const std::string&, const std::string&, int) override {}

@@ -62,6 +62,9 @@ struct FakeQps : rdma::StoppedQps {
 };
 
 struct FakeSource : SourceSide {
+  std::unique_ptr<crx::migrate::LazyDump> lazy_dump(const std::string&, crx::UniqueFd) override {
+    throw crx::Error("no post-copy here");
+  }
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
   explicit FakeSource(Calls& c) : calls(c) {}
@@ -100,6 +103,10 @@ struct FakePageSink : PageSink {
 };
 
 struct FakeDestination : DestinationSide {
+  std::unique_ptr<crx::migrate::LazyPages> start_lazy_pages(const std::string&,
+                                                            crx::UniqueFd) override {
+    throw crx::Error("no post-copy here");
+  }
   Calls& calls;
   bool fail_restore = false;
   explicit FakeDestination(Calls& c) : calls(c) {}

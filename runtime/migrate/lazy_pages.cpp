@@ -18,12 +18,14 @@ namespace {
 
 constexpr const char* kLogName = "lazy-pages.log";
 
-// "(00.012345) 123-7: #PF at 0x7f12..." -> pid 123, rest "#PF at 0x7f12...";
+// "(00.012345) uffd: 123-7: #PF at 0x7f12..." -> pid 123, rest "#PF at
+// 0x7f12..." (uffd.c's LOG_PREFIX, then its lp_debug's "pid-uffd: ");
 // false for a line of another shape.
 bool task_line(std::string_view line, long* pid, std::string_view* rest) {
   size_t p = line.find(") ");
   if (line.empty() || line[0] != '(' || p == std::string_view::npos) return false;
   line.remove_prefix(p + 2);
+  if (line.rfind("uffd: ", 0) == 0) line.remove_prefix(6);
   size_t dash = line.find('-');
   size_t colon = line.find(": ");
   if (dash == std::string_view::npos || colon == std::string_view::npos || dash > colon ||

@@ -9,14 +9,15 @@ namespace {
 using crx::migrate::lazy_stats_from_log;
 
 TEST(MigrateLazyPagesLog, CountsCopiesFaultsAndPagesATaskWaitedFor) {
-  // Shapes as CRIU 3.17.1's uffd.c writes them at -v4 (lp_debug: "pid-uffd: ").
+  // Shapes as CRIU 3.17.1's uffd.c writes them at -v4 (its LOG_PREFIX
+  // "uffd: ", then lp_debug's "pid-uffd: "); the bare shape is accepted too.
   const char* log =
       "(00.000100) 51-9: Found 4096 pages to be handled by UFFD\n"
-      "(00.010000) 51-9: #PF at 0x7f0000001000\n"
-      "(00.010100) 51-9: uffd_copy: 0x7f0000001000/4096\n"
+      "(00.010000) uffd: 51-9: #PF at 0x7f0000001000\n"
+      "(00.010100) uffd: 51-9: uffd_copy: 0x7f0000001000/4096\n"
       // A background copy of 16 pages, one of them faulted on meanwhile.
-      "(00.020000) 51-9: #PF at 0x7f0000013000\n"
-      "(00.020100) 51-9: uffd_copy: 0x7f0000010000/65536\n"
+      "(00.020000) uffd: 51-9: #PF at 0x7f0000013000\n"
+      "(00.020100) uffd: 51-9: uffd_copy: 0x7f0000010000/65536\n"
       // Another task faults at the same address: its own page.
       "(00.030000) 52-11: #PF at 0x7f0000001000\n"
       "(00.030100) 52-11: uffd_copy: 0x7f0000001000/4096\n"

@@ -2,12 +2,17 @@
 """crx migrate --lazy (post-copy) between two guests, real CRIU 3.17.1 and
 userfaultfd in Debian's 6.1 kernel.
 
-The container is dirtier.c in "idle" mode over 256 MiB: it writes every
+The container is dirtier.c in "idle" mode over MIB MiB: it writes every
 page once (its index in the first 8 bytes), then checks every page over
 and over, so after the resume it touches all of its memory (each first
 touch of a page not yet there is a fault CRIU's lazy-pages daemon serves on
 demand) and a page that arrived wrong, or as zeros, makes it log BAD and
-exit."""
+exit.
+
+MIB is 32 by default (CI): CRIU 3.17's lazy-pages daemon moves about
+0.6-0.9 MiB/s under TCG, so the issue's 256 MiB (CRX_VM_LAZY_MIB=256) make
+a lazy phase of about 5 min; that run's result is in
+runtime/migrate/README.md ("Post-copy")."""
 import json
 import os
 import subprocess
@@ -20,7 +25,7 @@ from test_migrate import (CRX, DIRTIER, KEY, PORT, Base, Receiving,  # noqa: E40
                           make_bundle)
 from vmtest import main, report_line, wait_for_count, wait_listening, wait_until  # noqa: E402
 
-MIB = 256
+MIB = int(os.environ.get("CRX_VM_LAZY_MIB", "32"))
 
 
 class LazyMigrateTest(Receiving, Base):
@@ -49,10 +54,10 @@ class LazyMigrateTest(Receiving, Base):
     def start_dirtier(self):
         self.sh(self.tb, 0, f"{CRX} run -d -b /tmp/bundle c1 </dev/null >/dev/null 2>&1",
                 timeout=300)
-        # Counting: all 256 MiB written once and checked at least once.
+        # Counting: all MIB MiB written once and checked at least once.
         wait_for_count(self.log, 3, 300)
 
-    def test_lazy_256_mib_arrive_intact_and_downtime_does_not_carry_them(self):
+    def test_lazy_memory_arrives_intact_and_downtime_does_not_carry_it(self):
         tb = self.tb
         self.start_dirtier()
         rh = self.start_receiver(tb)
@@ -69,7 +74,7 @@ class LazyMigrateTest(Receiving, Base):
         # the resume, fetched on demand and pushed in the background.
         rounds = report["rounds"]
         self.assertEqual(len(rounds), 1, rounds)
-        self.assertLess(rounds[0]["page_bytes"], 16 << 20, rounds)
+        self.assertLess(rounds[0]["page_bytes"], min(16, MIB // 4) << 20, rounds)
         lazy = report["lazy"]
         self.assertGreaterEqual(lazy["pages"] * 4096, (MIB - 1) << 20, lazy)
         self.assertGreater(lazy["on_demand_pages"], 0, lazy)

@@ -121,7 +121,7 @@ void register_migrate(Cli& cli) {
       // CRIU's lazy pages cannot order that. Refused before anything runs.
       if (a->lazy && !inv.empty())
         throw Error("--lazy: container " + a->id + " has verbs objects (" +
-                        std::to_string(inv.mrns.size()) + " MRs pinning " +
+                        std::to_string(inv.mrns.size()) + " MR(s) pinning " +
                         migrate::human_bytes(inv.mr_bytes) +
                         "), whose memory must be in place before it resumes; migrate it "
                         "without --lazy",

@@ -141,8 +141,21 @@ class RdmaMigrateTest(RdmaBedCase):
         cid, count = "seq4b", 2000
         sender = self.start_pair(cid, 18614, count, 100)
         n = self.wait_progress(cid, 200)
-        rc, out, err, rrc, rlog, took = self.try_migrate(cid, 0, 2, "--lazy")
-        self.assert_source_carries_on(cid, rc, out, err, rlog)
+        # A receiver listens on g2, so that a refusal that failed to happen
+        # would go on to migrate. The source refuses before it connects:
+        # the state is checked before the receiver is let go (try_migrate
+        # would give a receiver that saw no sender a minute, in which this
+        # 20 s run ends).
+        log = "/tmp/receive-seq4b-2.log"
+        rh = self.start_receive(2, log)
+        rc, out, err = self.tb.run(0, f"{CRX} migrate {cid} --to {self.tb.ip(2)}:{MPORT} "
+                                      "--key /tmp/key --format json --lazy", timeout=900)
+        self.assert_source_carries_on(cid, rc, out, err, "(not read yet)")
+        self.tb.kill(rh)
+        self.tb.wait(rh, 30)
+        rlog = self.tb.run(2, f"cat {log}")[1]
+        heard = [line for line in rlog.splitlines() if line.strip() and "listening on" not in line]
+        self.assertEqual(heard, [], f"the receiver heard from the sender:\n{rlog}")
         errors = [line for line in err.splitlines() if line.strip()]
         self.assertEqual(len(errors), 1, f"one line: {err}")
         self.assertIn("--lazy", errors[0])

@@ -31,6 +31,21 @@ std::string temp_dir() {
   return d;
 }
 
+// What a test's sender starts from: the test wire, the receiver at `to`
+// (host:port), the shared key, container c1, its work dir under root and a
+// 5 s time-out.
+SenderOptions sender_options(const std::string& to, const SharedKey& key,
+                             const std::string& root) {
+  SenderOptions so;
+  so.wire = crx::test::protocol_test_wire();
+  so.to = parse_host_port(to);
+  so.key = &key;
+  so.manifest.id = "c1";
+  so.work_dir = root + "/src";
+  so.timeout = 5s;
+  return so;
+}
+
 void write_all(int fd, size_t n) {
   std::string chunk(4096, 'p');
   while (n > 0) {
@@ -276,7 +291,6 @@ struct Harness {
   Outcome run() {
     TcpListener listener(parse_host_port("127.0.0.1:0"));
     ReceiverOptions ro;
-  ro.wire = crx::test::protocol_test_wire();
     ro.wire = crx::test::protocol_test_wire();
     ro.key = &key;
     ro.image_root = root + "/dst";
@@ -289,7 +303,6 @@ struct Harness {
     });
     SenderOptions so;
     so.wire = crx::test::protocol_test_wire();
-  so.wire = crx::test::protocol_test_wire();
     so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
     so.key = &sender_key;
     so.manifest.id = id;
@@ -475,13 +488,7 @@ TEST(MigrateProtocol, ReceiverDyingMidTransferResumesTheSource) {
     // dies: the connection closes
   });
   FakeSource src;
-  SenderOptions so;
-  so.wire = crx::test::protocol_test_wire();
-  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
-  so.key = &key;
-  so.manifest.id = "c1";
-  so.work_dir = root + "/src";
-  so.timeout = 5s;
+  SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), key, root);
   auto rep = migrate_out(src, so);
   receiver.get();
   EXPECT_EQ(rep.outcome, "rolled back");
@@ -501,12 +508,7 @@ TEST(MigrateProtocol, ReceiverNotListeningIsAClearErrorAndTouchesNothing) {
     port = l.port();
   }
   std::string root = temp_dir();
-  SenderOptions so;
-  so.wire = crx::test::protocol_test_wire();
-  so.to = parse_host_port("127.0.0.1:" + std::to_string(port));
-  so.key = &key;
-  so.manifest.id = "c1";
-  so.work_dir = root + "/src";
+  SenderOptions so = sender_options("127.0.0.1:" + std::to_string(port), key, root);
   auto rep = migrate_out(src, so);
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_NE(rep.error.find("Connection refused (is `crx receive` listening there?)"),
@@ -610,13 +612,7 @@ TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
     // dies here
   });
   FakeSource src;
-  SenderOptions so;
-  so.wire = crx::test::protocol_test_wire();
-  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
-  so.key = &key;
-  so.manifest.id = "c1";
-  so.work_dir = root + "/src";
-  so.timeout = 5s;
+  SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), key, root);
   auto rep = migrate_out(src, so);
   receiver.get();
   EXPECT_EQ(rep.outcome, "in doubt") << rep.error;
@@ -822,15 +818,10 @@ TEST(MigrateLazy, VerbsObjectsAreRefusedByTheReceiverBeforeTheFreeze) {
     auto fd = listener.accept(10s, &peer);
     return receive_one(listener, std::move(fd), peer, h.dst, ro);
   });
-  SenderOptions so;
-  so.wire = crx::test::protocol_test_wire();
-  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
-  so.key = &h.key;
-  so.manifest.id = "c1";
+  SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), h.key, h.root);
   so.manifest.bundle = "/bundles/c1";
   so.manifest.lazy = true;
   so.manifest.rdma = inv;
-  so.work_dir = h.root + "/src";
   so.timeout = 10s;
   auto rep = migrate_out(h.src, so);
   auto rrep = receiver.get();
@@ -845,15 +836,9 @@ TEST(MigrateLazy, PreCopyAndLazyExcludeEachOtherBeforeAnythingRuns) {
   std::string root = temp_dir();
   auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
   FakeSource src;
-  SenderOptions so;
-  so.wire = crx::test::protocol_test_wire();
-  so.to = parse_host_port("127.0.0.1:1");
-  so.key = &key;
-  so.manifest.id = "c1";
+  SenderOptions so = sender_options("127.0.0.1:1", key, root);
   so.manifest.lazy = true;
   so.pre_copy = PreCopyPolicy{2, 20};
-  so.work_dir = root + "/src";
-  so.timeout = 5s;
   auto rep = migrate_out(src, so);
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_NE(rep.error.find("--lazy and --pre-copy"), std::string::npos) << rep.error;
@@ -879,15 +864,9 @@ TEST(MigrateLazy, AnOlderReceiverThatDoesNotSayLazyIsLeftBeforeTheFreeze) {
     return f;
   });
   FakeSource src;
-  SenderOptions so;
-  so.wire = crx::test::protocol_test_wire();
-  so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
-  so.key = &key;
-  so.manifest.id = "c1";
+  SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), key, root);
   so.manifest.bundle = "/b";
   so.manifest.lazy = true;
-  so.work_dir = root + "/src";
-  so.timeout = 5s;
   auto rep = migrate_out(src, so);
   Frame abort = receiver.get();
   EXPECT_EQ(rep.outcome, "rolled back");

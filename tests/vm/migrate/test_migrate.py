@@ -224,6 +224,24 @@ class Receiving:
         return tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
                          f"--format json {extra}", timeout=900)
 
+    RECEIVER_LOG = "/tmp/receiver.log"
+
+    def slow_link_migration(self, tb, rate, burst, flags=""):
+        """g0's link slowed to `rate` (tc tbf), a receiver on g1 logging to
+        RECEIVER_LOG and `crx migrate c1 <flags>` started: both handles."""
+        self.sh(tb, 0, "modprobe sch_tbf 2>/dev/null; "
+                       f"tc qdisc add dev eth0 root tbf rate {rate} burst {burst} latency 5s")
+        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                         f"--timeout 20 --image-dir /run/crx-migrate > {self.RECEIVER_LOG} 2>&1")
+        wait_listening(tb, 1, PORT, "crx receive", rh)
+        mh = tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key {flags} "
+                         "--timeout 20 --format json")
+        return rh, mh
+
+    def wait_for_receiver_phase(self, tb, rh_log, phase, timeout=300):
+        wait_until(lambda: tb.run(1, f"grep -q '{phase}' {rh_log}")[0] == 0, timeout,
+                   f"the receiver to reach {phase}", interval=0.3)
+
 
 class MigrateTest(Receiving, Base):
     guests = 2
@@ -480,10 +498,6 @@ class MigrateTest(Receiving, Base):
         self.wait_for_receiver_phase(tb, log, "pre-copy 1")
         return rh, mh
 
-    def wait_for_receiver_phase(self, tb, rh_log, phase, timeout=300):
-        wait_until(lambda: tb.run(1, f"grep -q '{phase}' {rh_log}")[0] == 0, timeout,
-                   f"the receiver to reach {phase}", interval=0.3)
-
     def assert_one_copy_on_the_source(self, tb):
         self.assertEqual(self.state(tb, 0)[0], "running")
         self.assertIsNone(self.state(tb, 1)[0])
@@ -519,14 +533,8 @@ class MigrateTest(Receiving, Base):
         self.run_counter(tb)
         # A slow link from the source keeps the final dump (container frozen)
         # in transfer long enough to cut the link right there.
-        self.sh(tb, 0, "modprobe sch_tbf 2>/dev/null; "
-                       "tc qdisc add dev eth0 root tbf rate 96kbit burst 8kb latency 5s")
-        log = "/tmp/receiver.log"
-        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
-                         f"--timeout 20 --image-dir /run/crx-migrate > {log} 2>&1")
-        wait_listening(tb, 1, PORT, "crx receive", rh)
-        mh = tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
-                         "--timeout 20 --format json")
+        rh, mh = self.slow_link_migration(tb, "96kbit", "8kb")
+        log = self.RECEIVER_LOG
         self.wait_for_receiver_phase(tb, log, "checkpoint+transfer")
         self.sh(tb, 1, "ip link set eth0 down")
         # Frozen: the counter stands still. (Not `crx state`: CRIU seizes

@@ -21,9 +21,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from test_migrate import (CRX, DIRTIER, KEY, PORT, Base, Receiving,  # noqa: E402
+from test_migrate import (CRX, DIRTIER, KEY, Base, Receiving,  # noqa: E402
                           make_bundle)
-from vmtest import main, report_line, wait_for_count, wait_listening, wait_until  # noqa: E402
+from vmtest import main, report_line, wait_for_count, wait_until  # noqa: E402
 
 MIB = int(os.environ.get("CRX_VM_LAZY_MIB", "32"))
 
@@ -101,16 +101,9 @@ class LazyMigrateTest(Receiving, Base):
         tb = self.tb
         self.start_dirtier()
         # A slow link from the source keeps the lazy phase going for minutes.
-        self.sh(tb, 0, "modprobe sch_tbf 2>/dev/null; "
-                       "tc qdisc add dev eth0 root tbf rate 8mbit burst 32kb latency 5s")
-        log = "/tmp/receiver.log"
-        rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
-                         f"--timeout 20 --image-dir /run/crx-migrate > {log} 2>&1")
-        wait_listening(tb, 1, PORT, "crx receive", rh)
-        mh = tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key --lazy "
-                         "--timeout 20 --format json")
-        wait_until(lambda: tb.run(1, f"grep -q 'lazy pages' {log}")[0] == 0, 600,
-                   "the receiver to reach its lazy phase", interval=0.3)
+        rh, mh = self.slow_link_migration(tb, "8mbit", "32kb", "--lazy")
+        log = self.RECEIVER_LOG
+        self.wait_for_receiver_phase(tb, log, "lazy pages", timeout=600)
         time.sleep(3)  # it runs on g1 and faults its pages in
         self.sh(tb, 1, "ip link set eth0 down")
         rc, out, err = tb.wait(mh, timeout=600)

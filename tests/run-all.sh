@@ -1,10 +1,10 @@
 #!/bin/sh
 # The README's test command: set up, build, and pass every test
-# (unit, host integration as root, qemu-guest tests), then the sanitizer
-# build (tests/sanitizer/README.md, built in the background meanwhile): a
+# (unit, host integration as root, qemu-guest tests, packaging), and the
+# sanitizer build (tests/sanitizer/README.md, built in the background): a
 # second build dir with clang and ASan+UBSan where the unit and host
-# suites run again and the fuzz targets
-# (tests/fuzz) are fuzzed for CRX_FUZZ_SECONDS (default 10) each. The
+# suites run again and the fuzz targets (tests/fuzz) are fuzzed for
+# CRX_FUZZ_SECONDS (default 10) each. The
 # sanitizer build runs the labels unit, host and fuzz when no ctest
 # arguments are given, otherwise those of them that the arguments name
 # (`tests/run-all.sh -L unit` runs the unit suite in both builds, `-L fuzz`
@@ -26,48 +26,90 @@ if [ "${CRX_FUZZ:-1}" != 0 ]; then
 fi
 cmake -S "$top" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 ninja -C "$build"
-san_pid=
+status=0
+# Work that has no timing in it runs in the background at SCHED_IDLE while
+# the tests below run in the foreground: the qemu guests of the vm label
+# leave about half of the two cores idle, and a job at idle priority takes
+# only that (measured: vm_rdma_faults 231 s beside a cold sanitizer build,
+# 228 s alone; tests/sanitizer/README.md). Each background job logs to a
+# file, shown when it fails, and leaves its exit status beside it.
+#   - the package label's builds and unpacked checks (the .debs, lintian,
+#     DKMS; not its guest test, which runs at the end);
+#   - the sanitizer build (only what its labels run: build-fuzz's `all`
+#     would instrument every tool, bench program and the CRIU plugin too),
+#     then its fuzz targets (bounded in time, not in CPU: at idle priority
+#     they make fewer runs, never a wrong verdict).
+bg_pids=
+stop_background() {  # each job's subshell and what it runs (chrt execs it)
+  for pid in $bg_pids; do
+    pkill -TERM -P "$pid" 2>/dev/null || true
+    kill "$pid" 2>/dev/null || true
+  done
+}
+trap stop_background EXIT
+background() {  # background <log> <command...>: $log.status gets its status
+  log=$1
+  shift
+  rm -f "$log.status"
+  (set +e; chrt --idle 0 "$@" >"$log" 2>&1; echo $? >"$log.status") &
+  echo $! >"$log.pid"
+  bg_pids="$bg_pids $!"
+}
+finished() {  # finished <name> <log>: waits for it; shows its log if it failed
+  wait "$(cat "$2.pid")" || true
+  s=$(cat "$2.status" 2>/dev/null || echo 1)
+  if [ "$s" != 0 ]; then
+    tail -n 80 "$2" >&2
+    echo "run-all.sh: $1 failed (whole log: $2)" >&2
+  fi
+  return "$s"
+}
+package_log=$build/package-tests.log
+background "$package_log" \
+  sh -c 'cd "$1" && shift && ctest --output-on-failure --timeout 1800 -L "^package\$" -LE "^vm\$" "$@"' \
+  - "$build" "$@"
+san_log=$san_build/build.log
 if [ -n "$san_labels" ]; then
   cmake -S "$top" -B "$san_build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DCRX_FUZZ=ON >/dev/null
-  # only what these labels run: build-fuzz's `all` would instrument every
-  # tool, bench program and the CRIU plugin too
-  targets='' regex=''
+  targets='' regex='' fuzz=0
   for label in $san_labels; do
-    case $label in fuzz) targets="$targets fuzz-targets" ;; *) targets="$targets $label-tests" ;; esac
-    regex="$regex|$label"
+    case $label in
+      fuzz) targets="$targets fuzz-targets" fuzz=1 ;;
+      *) targets="$targets $label-tests" regex="$regex|$label" ;;
+    esac
   done
-  # Built while the gcc build's tests run, at SCHED_IDLE: the qemu guests
-  # of the vm label leave about half of the two cores idle, and a build
-  # at idle priority takes only that (measured: vm_rdma_faults 231 s
-  # beside a cold sanitizer build, 228 s alone; tests/sanitizer/README.md).
-  # Its output goes to a log, shown if it fails.
   # shellcheck disable=SC2086
-  chrt --idle 0 ninja -C "$san_build" $targets >"$san_build/build.log" 2>&1 &
-  san_pid=$!
-  trap 'kill "$san_pid" 2>/dev/null || true' EXIT
+  background "$san_log" sh -c \
+    'b=$1 fuzz=$2 && shift 2 && ninja -C "$b" '"$targets"' && echo "sanitizer build: done" &&
+     if [ "$fuzz" = 1 ]; then cd "$b" && ctest --output-on-failure --timeout 1800 -L "^fuzz\$" "$@"; fi' \
+    - "$san_build" "$fuzz" "$@"
 fi
-status=0
-# Everything but the vm label one test at a time (host tests share the
-# host's cgroups and mounts); then the vm label with -j2, where each vm
+# Everything else but the vm label one test at a time (host tests share
+# the host's cgroups and mounts); then the vm label with -j2, where each vm
 # test says how many of the two cores it needs (PROCESSORS, 2 unless
 # crx_vm_test_shares_cores() in tests/vm/CMakeLists.txt names it 1), so
 # two of the tests whose guests mostly wait run side by side.
-(cd "$build" && ctest --output-on-failure --timeout 1800 -LE '^vm$' "$@") || status=$?
-(cd "$build" && ctest --output-on-failure --timeout 1800 -j2 -L '^vm$' "$@") || status=$?
-if [ -n "$san_pid" ]; then
-  san_built=0
-  wait "$san_pid" && san_built=1
-  trap - EXIT
-  if [ "$san_built" = 1 ]; then
-    # Anchored: only tests labelled exactly unit, host or fuzz (never vm
-    # tests, which run once, from the first build). With the caller's -L,
-    # ctest runs the tests that match both.
-    (cd "$san_build" && ctest --output-on-failure --timeout 1800 -L "^(${regex#|})\$" "$@") || status=$?
+(cd "$build" && ctest --output-on-failure --timeout 1800 -LE '^(vm|package)$' "$@") || status=$?
+(cd "$build" && ctest --output-on-failure --timeout 1800 -j2 -L '^vm$' -LE '^package$' "$@") || status=$?
+finished "the package tests" "$package_log" || status=1
+grep -h "tests passed\|Total Test time" "$package_log" || true
+# The package label's guest test, on the .debs and the module built above
+# (-FA: not again).
+(cd "$build" && ctest --output-on-failure --timeout 1800 -L '^package$' -L '^vm$' \
+  -FA '^crx_(deb|dkms)$' "$@") || status=$?
+if [ -n "$san_labels" ]; then
+  if finished "the sanitizer build" "$san_log"; then
+    grep -h "tests passed\|Total Test time" "$san_log" || true
+    # Anchored: only tests labelled exactly unit or host (never vm tests,
+    # which run once, from the first build). With the caller's -L, ctest
+    # runs the tests that match both.
+    if [ -n "$regex" ]; then
+      (cd "$san_build" && ctest --output-on-failure --timeout 1800 -L "^(${regex#|})\$" "$@") || status=$?
+    fi
   else
-    tail -n 60 "$san_build/build.log" >&2
-    echo "run-all.sh: the sanitizer build failed (whole log: $san_build/build.log)" >&2
     status=1
   fi
 fi
+trap - EXIT
 exit $status

@@ -85,6 +85,16 @@ if [ -n "$san_labels" ]; then
      if [ "$fuzz" = 1 ]; then cd "$b" && ctest --output-on-failure --timeout 1800 -L "^fuzz\$" "$@"; fi' \
     - "$san_build" "$fuzz" "$@"
 fi
+# ctest's record of each test's time, kept between runs: with it, ctest
+# -j2 starts the longest tests first, so the vm tests that share the cores
+# pair with the longest of them instead of leaving it to run alone at the
+# end (a scheduling hint only; a fresh clone without it runs the same
+# tests in their declared order).
+costs=$build/Testing/Temporary/CTestCostData.txt
+kept_costs=${CRX_CACHE:-$HOME/.cache/crx}/ctest/CTestCostData.txt
+if [ ! -e "$costs" ] && [ -e "$kept_costs" ]; then
+  mkdir -p "$(dirname "$costs")" && cp "$kept_costs" "$costs"
+fi
 # Everything else but the vm label one test at a time (host tests share
 # the host's cgroups and mounts); then the vm label with -j2, where each vm
 # test says how many of the two cores it needs (PROCESSORS, 2 unless
@@ -92,6 +102,10 @@ fi
 # two of the tests whose guests mostly wait run side by side.
 (cd "$build" && ctest --output-on-failure --timeout 1800 -LE '^(vm|package)$' "$@") || status=$?
 (cd "$build" && ctest --output-on-failure --timeout 1800 -j2 -L '^vm$' -LE '^package$' "$@") || status=$?
+if [ -e "$costs" ]; then
+  mkdir -p "$(dirname "$kept_costs")"
+  cp "$costs" "$kept_costs"
+fi
 finished "the package tests" "$package_log" || status=1
 grep -h "tests passed\|Total Test time" "$package_log" || true
 # The package label's guest test, on the .debs and the module built above

@@ -281,6 +281,8 @@ class SwrkSession {
     return RespPtr(resp);
   }
 
+  pid_t pid() const { return child_.pid(); }
+
   // Why CRIU is gone, when it is.
   std::string exit_reason() {
     sock_.reset();
@@ -333,12 +335,10 @@ std::string read_log(const CommonOptions& o) {
   throw Error(msg);
 }
 
-// Sends req and serves notifications until the final response.
-RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
-            const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false) {
-  UniqueFd output = open_output_for_criu(o);
-  SwrkSession session(action, child_fds, defer_verbs_resume, req.type == CRIU_REQ_TYPE__RESTORE,
-                      output.get());
+// Sends req to a waiting CRIU and serves notifications until the final
+// response.
+RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
+              const CommonOptions* o, const NotifyHandler& notify) {
   if (!session.send(req)) fail(action, o, session.exit_reason() + " before reading the request");
   std::optional<std::string> handler_error;
   for (;;) {
@@ -381,6 +381,15 @@ RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& chi
     ack.notify_success = ok;
     if (!session.send(ack)) fail(action, o, session.exit_reason() + " during " + n.script);
   }
+}
+
+// One CRIU child for one request: started, asked, served.
+RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
+            const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false) {
+  UniqueFd output = open_output_for_criu(o);
+  SwrkSession session(action, child_fds, defer_verbs_resume, req.type == CRIU_REQ_TYPE__RESTORE,
+                      output.get());
+  return serve(session, action, req, o, notify);
 }
 
 }  // namespace
@@ -439,6 +448,46 @@ pid_t criu_restore(const RestoreOptions& o, const NotifyHandler& notify) {
   req.type = CRIU_REQ_TYPE__RESTORE;
   req.opts = &b.opts;
   RespPtr resp = run("restore", req, b.child_fds, &o, notify, b.defer_verbs_resume);
+  if (!resp->restore) throw Error("criu restore: CRIU sent no pid");
+  return resp->restore->pid;
+}
+
+class StartedRestore::Session : public SwrkSession {
+ public:
+  using SwrkSession::SwrkSession;
+};
+
+StartedRestore::StartedRestore(const Setup& s)
+    : setup_(s),
+      session_(std::make_unique<Session>("restore", s.inherit_fds, s.defer_verbs_resume,
+                                         /*die_with_us=*/true, s.output_fd)) {}
+
+StartedRestore::~StartedRestore() = default;
+
+pid_t StartedRestore::pid() const { return session_ ? session_->pid() : -1; }
+
+pid_t StartedRestore::run(const RestoreOptions& o, const NotifyHandler& notify) {
+  if (!session_) throw Error("criu restore: the waiting criu was used already", Cause::Invalid);
+  // Gone at the end, whatever happens: one request per child.
+  std::unique_ptr<Session> session = std::move(session_);
+  OptsBuilder b;
+  b.restore(o);
+  for (int fd : b.child_fds) {
+    bool kept = false;
+    for (int k : setup_.inherit_fds) kept = kept || k == fd;
+    if (!kept)
+      throw Error("criu restore: the request names fd " + std::to_string(fd) +
+                      ", which the criu started ahead of it did not inherit",
+                  Cause::Invalid);
+  }
+  if (b.defer_verbs_resume != setup_.defer_verbs_resume)
+    throw Error("criu restore: the request wants the verbs plugin's other resume mode than the "
+                "criu started ahead of it has",
+                Cause::Invalid);
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__RESTORE;
+  req.opts = &b.opts;
+  RespPtr resp = serve(*session, "restore", req, &o, notify);
   if (!resp->restore) throw Error("criu restore: CRIU sent no pid");
   return resp->restore->pid;
 }

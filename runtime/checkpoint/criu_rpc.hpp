@@ -10,8 +10,10 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "checkpoint/criu_options.hpp"
 #include "common/unique_fd.hpp"
@@ -55,6 +57,39 @@ void criu_dump(const DumpOptions& opts, const NotifyHandler& notify = {});
 void criu_pre_dump(const DumpOptions& opts, const NotifyHandler& notify = {});
 // Returns the pid of the restored init (our child with rst_sibling).
 pid_t criu_restore(const RestoreOptions& opts, const NotifyHandler& notify = {});
+
+// criu_restore in two steps: `criu swrk` exec'd now and waiting on its
+// socket, the request sent by run(), once, when the images are there (a
+// migration starts it while pre-copy runs: the exec is ~0.17 s of a TCG
+// guest's downtime otherwise). What the child must have from its start
+// is fixed here: the fds it inherits (the request's inherit_fds, e.g. a
+// joined network namespace), the verbs plugin's CRX_VERBS_DEFER_RESUME
+// and its stdout/stderr; run() refuses (Cause::Invalid) a request that
+// needs another fd or the other plugin mode. The child dies with the
+// calling thread (PR_SET_PDEATHSIG, as every restoring criu); destroying
+// this unused ends it (its socket closes, it exits; SIGKILL after 2 s).
+class StartedRestore {
+ public:
+  struct Setup {
+    std::vector<int> inherit_fds;     // inherited under their own numbers
+    bool defer_verbs_resume = false;  // RestoreOptions::defer_verbs_resume
+    int output_fd = -1;               // CRIU's stdout and stderr; -1: /dev/null
+  };
+  explicit StartedRestore(const Setup& s);
+  StartedRestore(const StartedRestore&) = delete;
+  StartedRestore& operator=(const StartedRestore&) = delete;
+  ~StartedRestore();
+  // criu_restore's request on the waiting child; returns the restored
+  // init's pid. The child is gone afterwards, whatever the outcome.
+  pid_t run(const RestoreOptions& opts, const NotifyHandler& notify = {});
+  // The waiting criu's pid; -1 once run.
+  pid_t pid() const;
+
+ private:
+  class Session;
+  Setup setup_;
+  std::unique_ptr<Session> session_;
+};
 
 // The most telling lines of a CRIU log: its "Error" lines (last max_lines of
 // them), else its last max_lines lines; joined with "; " on one line.

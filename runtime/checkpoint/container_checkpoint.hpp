@@ -63,6 +63,9 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
 
 struct RestoreRequest {
   std::string image_path;  // required
+  // PreparedRestore only: image_path is a directory below which the
+  // images will be (a migration's rounds), not the images dir itself.
+  bool images_below = false;
   std::string work_path;   // default: image_path
   std::string bundle = ".";
   std::string pid_file;
@@ -90,7 +93,8 @@ struct RestoreRequest {
   bool keep_paused = false;
 };
 
-// `crx restore`; returns the restored init's pid. With a crx-container.json
+// `crx restore` (PreparedRestore's two steps at once, prepared_restore.hpp);
+// returns the restored init's pid. With a crx-container.json
 // in the images (carried_state.hpp) the cgroup gets the resources it names,
 // the state its annotations and owner, and a container that was paused is
 // frozen again before its tasks resume (it stays paused). Hooks as in runc
@@ -100,6 +104,9 @@ struct RestoreRequest {
 // ok:false in the images dir (the verbs plugin) fails the restore.
 pid_t restore_container(const container::GlobalOptions& g, const std::string& id,
                         const RestoreRequest& r);
+
+// The command's flags that both dump and restore pass to CRIU.
+void apply_criu_flags(CommonOptions& o, const CriuFlags& f);
 
 // The pieces migration needs on the source: dump options for a crx
 // container (without images dir / work dir / page server, which the caller

@@ -1,0 +1,300 @@
+#include "checkpoint/prepared_restore.hpp"
+
+#include <fcntl.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "checkpoint/carried_state.hpp"
+#include "checkpoint/criu_root.hpp"
+#include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/external_namespaces.hpp"
+#include "checkpoint/recreated_mounts.hpp"
+#include "checkpoint/restore_guard.hpp"
+#include "cgroup/paths.hpp"
+#include "common/error.hpp"
+#include "common/fs.hpp"
+#include "common/log.hpp"
+#include "container/hooks_runner.hpp"
+#include "linux/console.hpp"
+#include "rdma/plugin_stats.hpp"
+
+namespace crx::checkpoint {
+namespace {
+
+bool is_bind(const spec::Mount& m) {
+  if (m.type == "bind") return true;
+  for (const auto& o : m.options) {
+    if (o == "bind" || o == "rbind") return true;
+  }
+  return false;
+}
+
+UniqueFd open_dir(const std::string& path, bool create) {
+  if (create) mkdir_p(path, 0700);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw_errno("open " + path);
+  return fd;
+}
+
+// Bind mounts and masked files as CRIU external mounts (key: the
+// destination, value: the source on this host). CRIU mounts onto the
+// destination inside the rootfs: it is made if missing.
+void add_restore_mounts(CommonOptions& o, const spec::Spec& s, const std::string& rootfs) {
+  for (const auto& m : s.mounts) {
+    if (!is_bind(m)) continue;
+    o.ext_mounts.push_back({m.destination, m.source});
+    std::string target = rootfs + m.destination;
+    if (!path_exists(target)) {
+      struct stat st{};
+      if (::stat(m.source.c_str(), &st) == 0 && !S_ISDIR(st.st_mode)) {
+        mkdir_p(target.substr(0, target.rfind('/')), 0755);
+        write_file(target, "", 0644);
+      } else {
+        mkdir_p(target, 0755);
+      }
+    }
+  }
+  for (const auto& p : s.linux.masked_paths) o.ext_mounts.push_back({p, "/dev/null"});
+}
+
+// "/dev/pts/N" of a pty master, the payload runc's console protocol sends.
+std::string pty_name(int master) {
+  unsigned index = 0;
+  if (::ioctl(master, TIOCGPTN, &index) != 0) return "/dev/pts/?";
+  return "/dev/pts/" + std::to_string(index);
+}
+
+void write_pid_file(const std::string& path, pid_t pid) {
+  if (path.empty()) return;
+  write_file_atomic(path, std::to_string(pid), 0644);
+}
+
+// Does images_dir lie where the guard was told the restore's tasks will
+// take their title from?
+bool images_where_prepared(const RestoreRequest& r, const std::string& images_dir) {
+  if (!r.images_below) return images_dir == r.image_path;
+  std::string root = r.image_path;
+  while (root.size() > 1 && root.back() == '/') root.pop_back();
+  return images_dir.size() > root.size() + 1 && images_dir.compare(0, root.size(), root) == 0 &&
+         images_dir[root.size()] == '/';
+}
+
+}  // namespace
+
+PreparedRestore::PreparedRestore(const container::GlobalOptions& g, std::string id,
+                                 RestoreRequest r)
+    : g_(g), id_(std::move(id)), r_(std::move(r)) {
+  if (r_.image_path.empty()) throw Error("restore: --image-path is required", Cause::Invalid);
+  try {
+    prepare();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+PreparedRestore::~PreparedRestore() {
+  if (!done_) release();
+}
+
+void PreparedRestore::prepare() {
+  bundle_ = spec::load_bundle(r_.bundle);
+  const spec::Spec& s = bundle_.spec;
+  dir_.emplace(state::StateDir::create(g_.root, id_));
+  // The bundle's limits; the checkpoint's own (crx update) replace them in
+  // run(), once its crx-container.json is here.
+  cg_ = cgroup::Cgroup::create(s.linux, id_, g_.systemd_cgroup);
+  record_restoring_cgroup(dir_->path(), cg_->save().dump());
+  // Kills what CRIU makes if we die before the restore ends (restore_guard.hpp).
+  RestoreLeftovers leftovers;
+  for (const auto& [ctrl, cdir] : cg_->dirs()) leftovers.cgroup_dirs.push_back(cdir);
+  leftovers.title = restore_title(r_.image_path) + (r_.images_below ? "/" : "");
+  leftovers.whole_title = !r_.images_below;
+  guard_ = std::make_unique<RestoreGuard>(std::move(leftovers));
+  std::string work_path = r_.work_path.empty() ? r_.image_path : r_.work_path;
+  work_ = open_dir(work_path, true);
+  root_ = std::make_unique<CriuRoot>(bundle_.rootfs, dir_->path() + "/criu-root");
+  // Fresh tmpfs for the mounts the dump left out, and /dev; detached again
+  // once CRIU has bound them into the container.
+  tmpfs_ = std::make_unique<StagedTmpfs>(s, dir_->path() + "/criu-tmpfs");
+
+  o_.work_dir_fd = work_.get();
+  o_.log_file = "restore.log";
+  o_.root = root_->path();
+  apply_criu_flags(o_, r_.flags);
+  if (!o_.manage_cgroups_mode) o_.manage_cgroups_mode = CgroupMode::Soft;
+  add_restore_mounts(o_, s, bundle_.rootfs);
+  joined_namespaces_ = add_restore_external_namespaces(o_, s);
+  for (const auto& m : tmpfs_->ext_mounts()) o_.ext_mounts.push_back(m);
+  o_.rst_sibling = r_.as_child;
+  o_.auto_dedup = r_.flags.auto_dedup;
+  o_.lazy_pages = r_.flags.lazy_pages;
+  o_.notify_scripts = true;
+  o_.orphan_pts_master = s.process.terminal;
+  // The tasks go into the cgroup made above, also when the id (and so the
+  // default cgroupsPath) differs from the checkpointed container's;
+  // without roots CRIU would put them back into the old one's cgroup. The
+  // root task also joins it explicitly (run()).
+  o_.cgroup_roots = cgroup::criu_cgroup_roots(
+      cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg_->dirs());
+  o_.defer_verbs_resume = r_.defer_verbs_resume;
+
+  // What CRIU and its libraries print goes into its log (criu_rpc.cpp says
+  // why); our copy of the fd closes once the child has its own.
+  UniqueFd output(::openat(work_.get(), o_.log_file.c_str(),
+                           O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  StartedRestore::Setup setup;
+  for (const auto& f : o_.inherit_fds) setup.inherit_fds.push_back(f.fd);
+  setup.defer_verbs_resume = o_.defer_verbs_resume;
+  setup.output_fd = output.get();
+  criu_ = std::make_unique<StartedRestore>(setup);
+}
+
+pid_t PreparedRestore::criu_pid() const { return criu_ ? criu_->pid() : -1; }
+
+const std::string& PreparedRestore::state_dir() const { return dir_->path(); }
+
+pid_t PreparedRestore::run(const std::string& images_dir, const std::function<void()>& hold) {
+  if (used_) throw Error("restore of " + id_ + ": the prepared restore ran already", Cause::Invalid);
+  used_ = true;
+  if (!images_where_prepared(r_, images_dir))
+    throw Error("restore of " + id_ + ": images " + images_dir + " are not where the restore was "
+                "prepared for (" + r_.image_path + ")",
+                Cause::Invalid);
+  try {
+    const std::string& bundle = bundle_.dir;
+    const std::string& rootfs = bundle_.rootfs;
+    spec::Spec& s = bundle_.spec;
+    // What the checkpointed container was beyond its processes: its
+    // cgroup gets the resources `crx update` gave it, not the bundle's.
+    std::optional<CarriedState> carried = read_carried_state(images_dir);
+    if (carried && carried->resources.is_object()) {
+      s = spec::parse_spec(config_with_resources(s.raw, *carried),
+                           "config.json with the checkpoint's resources");
+      cg_->apply(cgroup::effective_resources(s.linux));
+    }
+    std::string pid_file = r_.pid_file;
+    if (pid_file.empty() && r_.carried_pid_file && carried) pid_file = carried->pid_file;
+
+    UniqueFd images = open_dir(images_dir, false);
+    RestoreOptions o = o_;
+    o.images_dir_fd = images.get();
+    const bool paused_again = r_.keep_paused && carried && carried->paused;
+    pid_t restored = 0;
+    bool held = false;
+    auto notify = [&](Notification& n) {
+      if (n.script == "setup-namespaces" && n.pid > 0) {
+        restored = n.pid;
+        cg_->add_process(n.pid);
+        // As runc 1.1.5 (criuNotifications, "setup-namespaces"): prestart
+        // and createRuntime run again, now that the namespaces exist;
+        // poststart does not (runc runs it only when it starts an init).
+        if (s.hooks.has_runtime_create_hooks()) {
+          state::ContainerState hs;
+          hs.id = id_;
+          hs.bundle = bundle;
+          hs.rootfs = rootfs;
+          hs.pid = n.pid;
+          hs.created = state::now_rfc3339();
+          hs.annotations = carried ? carried->annotations : s.annotations;
+          std::string js = state::oci_state_json(hs, state::Status::Creating).dump();
+          container::run_hooks_or_throw(s.hooks.prestart, "prestart", js);
+          container::run_hooks_or_throw(s.hooks.create_runtime, "createRuntime", js);
+        }
+      } else if (n.script == "pre-resume") {
+        // The verbs plugin's late hook ran before this: it says in the
+        // images dir whether the objects came back (it cannot fail CRIU).
+        rdma::check_verbs_restore(images_dir);
+        // A paused container stays paused: frozen while CRIU still holds
+        // its tasks (as CRIU restores a v1 freezer state), so not one
+        // instruction of theirs runs when CRIU lets them go.
+        if (paused_again) cg_->freeze();
+        held = true;
+        if (hold) hold();
+      } else if (n.script == "orphan-pts-master" && n.fd) {
+        // CRIU made a new pty in the container's devpts for the slave the
+        // tasks had; its master goes to the console socket as on create.
+        if (r_.console_socket.empty()) {
+          log::warn("restore: the container has a terminal but no --console-socket was "
+                    "given; its pty master is closed");
+        } else {
+          linux_::send_console_fd(r_.console_socket, n.fd.get(), pty_name(n.fd.get()));
+        }
+      }
+    };
+    std::unique_ptr<StartedRestore> criu = std::move(criu_);
+    pid_t pid = criu->run(o, notify);
+    criu.reset();
+    if (!held) rdma::check_verbs_restore(images_dir);
+    if (!held && paused_again) cg_->freeze();
+    if (!held && hold) hold();
+    if (pid <= 0) pid = restored;
+
+    state::ContainerState st;
+    st.id = id_;
+    st.bundle = bundle;
+    st.rootfs = rootfs;
+    st.created = state::now_rfc3339();
+    st.pid = pid;
+    st.pid_start_time = state::process_start_time(pid);
+    st.annotations = carried ? carried->annotations : s.annotations;
+    st.owner = carried ? carried->owner : "";
+    st.cgroup = cg_->save();
+    st.config = s.raw;
+    st.systemd_cgroup = g_.systemd_cgroup;
+    st.pid_file = pid_file;
+    dir_->save(st);
+    forget_restoring_cgroup(dir_->path());
+    write_pid_file(pid_file, pid);
+    done_ = true;
+    // CRIU bound what it needed into the container: crx's own mounts go.
+    tmpfs_.reset();
+    root_.reset();
+    joined_namespaces_.clear();
+    work_.reset();
+    guard_.reset();  // disarmed: the container is a crx container now
+    return pid;
+  } catch (...) {
+    if (!done_) release();
+    throw;
+  }
+}
+
+void PreparedRestore::release() noexcept {
+  // The waiting (or failed) criu first: nothing can restore into what
+  // goes next. Then the tasks it made, crx's mounts, the cgroup, the
+  // state dir; the guard last (it covers all of this until here).
+  criu_.reset();
+  if (cg_) {
+    try {
+      cg_->kill_all();
+    } catch (const std::exception& e) {
+      log::warn("restore cleanup: " + std::string(e.what()));
+    }
+  }
+  tmpfs_.reset();
+  root_.reset();
+  joined_namespaces_.clear();
+  work_.reset();
+  if (cg_) {
+    try {
+      cg_->destroy();
+    } catch (const std::exception& e) {
+      log::warn("restore cleanup: " + std::string(e.what()));
+    }
+    cg_.reset();
+  }
+  if (dir_) {
+    try {
+      dir_->remove();
+    } catch (const std::exception& e) {
+      log::warn("restore cleanup: " + std::string(e.what()));
+    }
+    dir_.reset();
+  }
+  guard_.reset();
+}
+
+}  // namespace crx::checkpoint

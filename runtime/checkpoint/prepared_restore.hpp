@@ -1,0 +1,83 @@
+// restore_container() in two steps, for a migration's destination: what
+// needs only the bundle is done ahead (while the source's pre-copy rounds
+// run), what needs the final images when they are there.
+//
+// The constructor (prepare): bundle and config.json loaded, the state dir
+// created (locked: the id is taken), the cgroup made with the bundle's
+// limits and recorded (restore-cgroup.json), the restore guard forked, the
+// rootfs bind-mounted for CRIU, the tmpfs mounts and /dev crx re-creates
+// staged, bind mount targets made, a network namespace joined by path
+// opened, CRIU's work dir opened and `criu swrk` started and waiting
+// (criu_rpc.hpp, StartedRestore).
+// run(images_dir) (the rest): the images' crx-container.json read (its
+// resources applied to the cgroup, its pid file and paused state used),
+// the request sent, CRIU's notifications served (hooks, pre-resume, the
+// console), state.json saved; the staged mounts are detached once CRIU
+// has bound them in.
+// Destroying it before run() succeeded (never run, run failed, an
+// exception anywhere) removes everything it made: criu, restored tasks,
+// cgroup, mounts, state dir, guard. One owner for all of it.
+#pragma once
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cgroup/cgroup.hpp"
+#include "checkpoint/container_checkpoint.hpp"
+#include "checkpoint/criu_options.hpp"
+#include "common/unique_fd.hpp"
+#include "spec/bundle.hpp"
+#include "state/store.hpp"
+
+namespace crx::checkpoint {
+
+class CriuRoot;
+class RestoreGuard;
+class StagedTmpfs;
+class StartedRestore;
+
+class PreparedRestore {
+ public:
+  // r.image_path: the images dir run() will get, or, with r.images_below,
+  // a directory below which it will be (a migration: one dir per round).
+  // r.hold is not used here (run() takes it). Throws Error; nothing is
+  // left then.
+  PreparedRestore(const container::GlobalOptions& g, std::string id, RestoreRequest r);
+  PreparedRestore(const PreparedRestore&) = delete;
+  PreparedRestore& operator=(const PreparedRestore&) = delete;
+  ~PreparedRestore();
+
+  // Restores from images_dir (as restore_container; once). Returns the
+  // restored init's pid. On error everything is removed before it throws.
+  pid_t run(const std::string& images_dir, const std::function<void()>& hold);
+
+  // The criu waiting for the request (-1 once run); for tests and logs.
+  pid_t criu_pid() const;
+  const std::string& state_dir() const;
+
+ private:
+  void prepare();
+  void release() noexcept;
+
+  container::GlobalOptions g_;
+  std::string id_;
+  RestoreRequest r_;
+  spec::Bundle bundle_;
+  std::optional<state::StateDir> dir_;
+  std::optional<cgroup::Cgroup> cg_;
+  std::unique_ptr<RestoreGuard> guard_;
+  UniqueFd work_;
+  std::unique_ptr<CriuRoot> root_;
+  std::unique_ptr<StagedTmpfs> tmpfs_;
+  std::vector<UniqueFd> joined_namespaces_;
+  RestoreOptions o_;  // everything but the images dir
+  std::unique_ptr<StartedRestore> criu_;
+  bool used_ = false;
+  bool done_ = false;
+};
+
+}  // namespace crx::checkpoint

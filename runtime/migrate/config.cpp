@@ -44,7 +44,8 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   if (!m || m.IsNull()) return c;
   check_keys(m, origin, "migration",
              {"listen", "key_file", "image_dir", "timeout_seconds", "insecure_plaintext", "pre_copy",
-              "tls_cert_file", "tls_key_file", "tls_ca_file", "tls_peer_name"});
+              "tls_cert_file", "tls_key_file", "tls_ca_file", "tls_peer_name",
+              "prepare_restore"});
   if (m["listen"]) c.listen = get<std::string>(m["listen"], origin, "listen");
   if (m["key_file"]) c.key_file = get<std::string>(m["key_file"], origin, "key_file");
   if (m["image_dir"]) c.image_dir = get<std::string>(m["image_dir"], origin, "image_dir");
@@ -53,6 +54,8 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
     if (c.timeout_seconds < 1 || c.timeout_seconds > 86400)
       throw Error(origin + ": migration.timeout_seconds must be 1..86400");
   }
+  if (m["prepare_restore"])
+    c.prepare_restore = get<bool>(m["prepare_restore"], origin, "prepare_restore");
   if (m["insecure_plaintext"])
     c.insecure_plaintext = get<bool>(m["insecure_plaintext"], origin, "insecure_plaintext");
   for (auto [key, field] : {std::pair{"tls_cert_file", &c.tls_cert_file},

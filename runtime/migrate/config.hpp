@@ -13,6 +13,10 @@
 //     tls_ca_file: /etc/crx/migrate-ca.crt # --tls-ca; all three or none;
 //     tls_peer_name: ""                    # --tls-peer-name; see
 //                                          # cert_credentials.hpp)
+//     prepare_restore: true         # crx receive: prepare the restore
+//                                   # before the freeze (README.md,
+//                                   # "Prepared restore"); false: at the
+//                                   # restore, in the downtime
 //     pre_copy:
 //       max_rounds: 0               # crx migrate --pre-copy N, or auto
 //       min_shrink_percent: 20      # stop when a round shrinks less
@@ -48,6 +52,9 @@ struct MigrateConfig {
   // files, or none. peer_name is optional.
   std::string tls_cert_file, tls_key_file, tls_ca_file, tls_peer_name;
   PreCopyPolicy pre_copy;
+  // crx receive: the restore's cgroup, mounts and waiting CRIU are made
+  // when the manifest is accepted, not after the final dump.
+  bool prepare_restore = true;
 
   bool uses_certificates() const {
     return !tls_cert_file.empty() || !tls_key_file.empty() || !tls_ca_file.empty();

@@ -24,6 +24,7 @@
 #include "container/lifecycle.hpp"
 #include "cgroup/cgroup.hpp"
 #include "spec/spec.hpp"
+#include "migrate/criu_prepared_restore.hpp"
 #include "migrate/destination_checks.hpp"
 #include "migrate/lazy_pages.hpp"
 #include "migrate/manifest.hpp"
@@ -325,35 +326,24 @@ std::unique_ptr<PageSink> CriuDestination::start_page_server(const std::string& 
 }
 
 std::unique_ptr<LazyPages> CriuDestination::start_lazy_pages(const std::string& round_dir,
+                                                             const std::string& work_dir,
                                                              UniqueFd channel) {
-  // The restore's work dir (restore() below): the daemon listens there on
-  // a unix socket CRIU's restore connects to by its relative name.
-  return std::make_unique<CriuLazyPages>(round_dir, round_dir + ".work", std::move(channel),
+  // The restore's work dir: the daemon listens there on a unix socket
+  // CRIU's restore connects to by its relative name.
+  return std::make_unique<CriuLazyPages>(round_dir, work_dir, std::move(channel),
                                          std::chrono::seconds(30));
 }
 
-int CriuDestination::restore(const std::string& images_dir, const Manifest& m,
-                             const Acceptance& a, const std::function<void()>& hold) {
-  checkpoint::RestoreRequest r;
-  r.image_path = images_dir;
-  r.work_path = images_dir + ".work";
-  r.bundle = a.bundle;
-  r.detach = true;
-  r.as_child = false;
-  r.flags.tcp_established = m.flags.tcp_established;
-  r.flags.ext_unix_sk = m.flags.ext_unix_sk;
-  r.flags.shell_job = m.flags.shell_job;
-  r.flags.file_locks = m.flags.file_locks;
-  r.flags.lazy_pages = m.lazy;  // the memory comes from start_lazy_pages' daemon
-  if (!m.flags.manage_cgroups_mode.empty())
-    r.flags.manage_cgroups_mode = checkpoint::parse_cgroup_mode(m.flags.manage_cgroups_mode);
-  r.hold = hold;
-  // The verbs plugin leaves restored QPs stopped; VerbsDestination resumes
-  // them after the commit (a rolled-back copy never talks to a partner).
-  r.defer_verbs_resume = true;
-  r.carried_pid_file = true;  // the pid file the source's creator named
-  r.keep_paused = true;       // paused on the source, paused here
-  int pid = checkpoint::restore_container(g_, m.id, r);
+std::unique_ptr<PreparedRestore> CriuDestination::prepare_restore(const Manifest& m,
+                                                                  const Acceptance& a,
+                                                                  const std::string& session_dir,
+                                                                  const std::string& work_dir) {
+  return std::make_unique<CriuPreparedRestore>(g_, m, a, session_dir, work_dir);
+}
+
+int CriuDestination::restore(PreparedRestore& prepared, const std::string& images_dir,
+                             const Manifest& m, const std::function<void()>& hold) {
+  int pid = prepared.run(images_dir, hold);
   restored_.insert(m.id);
   return pid;
 }

@@ -60,8 +60,13 @@ class CriuDestination : public DestinationSide {
                                               UniqueFd channel) override;
   // `criu lazy-pages` on the final round's images (lazy_pages.hpp).
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
+                                              const std::string& work_dir,
                                               UniqueFd channel) override;
-  int restore(const std::string& images_dir, const Manifest& m, const Acceptance& a,
+  // criu_prepared_restore.hpp
+  std::unique_ptr<PreparedRestore> prepare_restore(const Manifest& m, const Acceptance& a,
+                                                   const std::string& session_dir,
+                                                   const std::string& work_dir) override;
+  int restore(PreparedRestore& prepared, const std::string& images_dir, const Manifest& m,
               const std::function<void()>& hold) override;
   void discard(const Manifest& m) noexcept override;
 

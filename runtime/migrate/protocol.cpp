@@ -101,14 +101,19 @@ Manifest parse_manifest(const std::string& text) {
 std::string to_json(const Acceptance& a) {
   json j{{"bundle", a.bundle}, {"need_rootfs", a.need_rootfs}};
   if (a.lazy) j["lazy"] = true;
+  if (a.prepare_seconds > 0) j["prepare_seconds"] = a.prepare_seconds;
   return j.dump();
 }
 
 Acceptance parse_acceptance(const std::string& text) {
   const char* w = "accept";
   json j = parse_object(text, w);
-  return Acceptance{req<std::string>(j, w, "bundle"), req<bool>(j, w, "need_rootfs"),
-                    opt<bool>(j, w, "lazy", false)};
+  Acceptance a{req<std::string>(j, w, "bundle"), req<bool>(j, w, "need_rootfs"),
+               opt<bool>(j, w, "lazy", false)};
+  a.prepare_seconds = opt<double>(j, w, "prepare_seconds", 0.0);
+  if (!(a.prepare_seconds >= 0))
+    throw Error("malformed accept frame: \"prepare_seconds\" is negative", Cause::Invalid);
+  return a;
 }
 
 std::string to_json(const RoundStart& r) {

@@ -69,6 +69,9 @@ struct Acceptance {
   // The receiver takes the migration post-copy. An older receiver ignores
   // the manifest's "lazy" and never says this: the sender refuses then.
   bool lazy = false;
+  // How long the receiver took to prepare the restore before this answer
+  // (receiver.cpp); 0: not prepared yet (later, or an older receiver).
+  double prepare_seconds = 0;
 };
 
 struct RoundStart {

@@ -72,18 +72,16 @@ class Receiver {
       accept_ = dest_.accept(manifest_);
       if (manifest_.lazy && !accept_.lazy)
         throw Error("this destination cannot restore post-copy (--lazy)", Cause::Unsupported);
+      make_session_dir();
+      // Before the Accept: the sender freezes right after it when it runs
+      // no pre-copy round. A bundle still to come is prepared once here.
+      if (o_.prepare_restore && !accept_.need_rootfs) prepare_restore();
       conn_.send(FrameType::Accept, to_json(accept_));
       if (accept_.need_rootfs) {
         clock_.begin("rootfs");
         rep_.rootfs_bytes = receive_bundle(conn_, accept_.bundle);
+        if (o_.prepare_restore) prepare_restore();
       }
-      dir_ = o_.image_root + "/" + manifest_.id + "-" + session_.substr(0, 8);
-      mkdir_p(o_.image_root, 0700);
-      if (::mkdir(dir_.c_str(), 0700) != 0) throw_errno("mkdir " + dir_);
-      made_dir_ = true;
-      // Who restores what here, for the next receiver if this one dies.
-      began_ = state::now_rfc3339();
-      write_session_marker(dir_, manifest_.id, false, began_);
       serve_rounds();
       rep_.outcome = "migrated";
     } catch (const std::exception& e) {
@@ -105,6 +103,9 @@ class Receiver {
     clock_.end();
     lazy_pages_.reset();
     page_sink_.reset();
+    // Restored: nothing left to release. Not: its cgroup, mounts, state
+    // dir and waiting criu go, before the work dir below them does.
+    prepared_.reset();
     if (made_dir_) {
       try {
         remove_tree(dir_);
@@ -121,6 +122,30 @@ class Receiver {
   }
 
  private:
+  void make_session_dir() {
+    dir_ = o_.image_root + "/" + manifest_.id + "-" + session_.substr(0, 8);
+    mkdir_p(o_.image_root, 0700);
+    if (::mkdir(dir_.c_str(), 0700) != 0) throw_errno("mkdir " + dir_);
+    made_dir_ = true;
+    // Who restores what here, for the next receiver if this one dies.
+    began_ = state::now_rfc3339();
+    write_session_marker(dir_, manifest_.id, false, began_);
+  }
+
+  // CRIU's work dir for the restore (and the lazy-pages daemon's).
+  std::string work_dir() const { return dir_ + "/restore.work"; }
+
+  // What the restore can do before the final images: while the source
+  // runs (README.md, "Prepared restore"). A refusal here rolls back before
+  // any freeze.
+  void prepare_restore() {
+    clock_.begin("prepare");
+    auto t0 = Clock::now();
+    prepared_ = dest_.prepare_restore(manifest_, accept_, dir_, work_dir());
+    accept_.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    rep_.prepare_seconds = accept_.prepare_seconds;
+  }
+
   void serve_rounds() {
     ImageSink sink(dir_, o_.max_image_bytes);
     std::optional<RoundStart> round;
@@ -152,7 +177,7 @@ class Receiver {
           if (lazy_channel_) {
             // Every image is here: the daemon reads them, then waits for
             // the restore to hand it the tasks' userfaultfds.
-            lazy_pages_ = dest_.start_lazy_pages(rdir, std::move(lazy_channel_));
+            lazy_pages_ = dest_.start_lazy_pages(rdir, work_dir(), std::move(lazy_channel_));
           } else {
             page_sink_->wait(o_.timeout);
             page_sink_.reset();
@@ -251,6 +276,9 @@ class Receiver {
 
   void restore(const std::string& images_dir) {
     clock_.begin("restore");
+    // Not prepared ahead (migration.prepare_restore: false): all of it now,
+    // in the frozen window.
+    if (!prepared_) prepared_ = dest_.prepare_restore(manifest_, accept_, dir_, work_dir());
     restore_started_ = true;
     bool held = false;
     auto hold = [&] {
@@ -267,7 +295,7 @@ class Receiver {
       clock_.begin("resume");
     };
     try {
-      dest_.restore(images_dir, manifest_, accept_, hold);
+      dest_.restore(*prepared_, images_dir, manifest_, hold);
     } catch (...) {
       rep_.verbs = VerbsReport::read(images_dir);  // why the verbs objects failed, if they did
       throw;
@@ -305,6 +333,7 @@ class Receiver {
   bool final_seen_ = false;
   bool lazy_phase_ = false;  // resumed here, memory still coming
   std::unique_ptr<PageSink> page_sink_;
+  std::unique_ptr<PreparedRestore> prepared_;  // from the Accept (or the restore) on
   UniqueFd lazy_channel_;                  // post-copy: until the images are in
   std::unique_ptr<LazyPages> lazy_pages_;  // post-copy: from the images to the last page
   std::optional<Clock::time_point> frozen_at_, running_at_;

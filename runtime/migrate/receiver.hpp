@@ -27,6 +27,10 @@ struct ReceiverOptions {
   // Post-copy (--lazy): the longest lazy phase, from the resume to the
   // last page; a dead link ends it sooner (keepalive on the page channel).
   std::chrono::milliseconds lazy_timeout{1800000};
+  // Prepare the restore before the freeze (DestinationSide::prepare_restore,
+  // right after the manifest is accepted); false: at the restore, in the
+  // frozen window (migration.prepare_restore: false; for comparison).
+  bool prepare_restore = true;
   std::function<void(const std::string&)> progress;
 };
 

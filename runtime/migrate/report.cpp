@@ -206,6 +206,12 @@ std::string MigrationReport::to_text() const {
     out += "\n";
   }
   if (lazy) out += lazy_text(*lazy);
+  if (prepare_seconds > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  restore prepared on the destination before the freeze: %.3f s\n",
+                  prepare_seconds);
+    out += buf;
+  }
   if (security == "tls+ktls") out += "  security: TLS 1.3 (shared key), pages in kernel TLS\n";
   if (security == "tls") out += "  security: TLS 1.3 (shared key)\n";
   if (security == "tls-cert+ktls")
@@ -280,6 +286,7 @@ std::string MigrationReport::to_json() const {
                 {"control_link", wire_bytes}};
   j["downtime_seconds"] = downtime_seconds;
   j["total_seconds"] = total_seconds;
+  if (prepare_seconds > 0) j["prepare_seconds"] = prepare_seconds;
   if (inventory.is_object()) j["inventory"] = inventory;
   if (paused) j["paused"] = true;
   if (!left_out.empty()) j["left_out"] = left_out;

@@ -79,6 +79,11 @@ struct MigrationReport {
   // Post-copy (--lazy): the lazy phase, from the resume on the destination
   // to the last page (the destination's numbers, sent in LazyDone).
   std::optional<LazyStats> lazy;
+  // The destination's prepared restore (its "prepare" phase): done before
+  // the freeze, out of the downtime; 0 when it was not prepared ahead (then
+  // the receiver's "restore" phase holds it). The sender has it from the
+  // Accept.
+  double prepare_seconds = 0;
   bool paused = false;  // the container moved paused (and stays so)
   // Processes outside the init's tree that stayed behind and were killed
   // with the source (--kill-exec): "pid (command)" each.

@@ -129,6 +129,7 @@ class Sender {
     m.pre_copy_rounds = o_.pre_copy.adaptive ? kAutoMaxRounds : o_.pre_copy.max_rounds;
     conn_->send(FrameType::Manifest, to_json(m));
     Acceptance a = parse_acceptance(conn_->expect(FrameType::Accept).payload);
+    rep_.prepare_seconds = a.prepare_seconds;
     // Negotiated: a receiver that does not say "lazy" (an older crx ignores
     // the manifest's field) would wait for the memory in the final round.
     if (o_.manifest.lazy && !a.lazy)

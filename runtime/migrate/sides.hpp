@@ -76,25 +76,48 @@ class PageSink {
   virtual std::string failure() const { return {}; }
 };
 
+// The part of a restore done before the final images arrive (the
+// destination's cgroup, mounts, a waiting CRIU...; see runtime/migrate/README.md,
+// "Prepared restore"). Its one owner is the receiver: destroying it before
+// DestinationSide::restore() succeeded with it removes everything it made.
+class PreparedRestore {
+ public:
+  virtual ~PreparedRestore() = default;
+  // Restores from images_dir, once (DestinationSide::restore calls it).
+  // `hold` as in DestinationSide::restore. Returns the restored init's pid.
+  virtual int run(const std::string& images_dir, const std::function<void()>& hold) = 0;
+};
+
 class DestinationSide {
  public:
   virtual ~DestinationSide() = default;
   // Decides where the bundle comes from; throws Error to refuse (e.g. the
   // id exists here, or the bundle differs and no rootfs will be sent).
   virtual Acceptance accept(const Manifest& m) = 0;
+  // Everything of the restore that needs only the bundle at a.bundle (there
+  // by now): done while the source still runs. The final images will be in
+  // a directory below session_dir; CRIU's work dir is work_dir (also the
+  // lazy-pages daemon's, start_lazy_pages). Throws Error to refuse; nothing
+  // is left then.
+  virtual std::unique_ptr<PreparedRestore> prepare_restore(const Manifest& m, const Acceptance& a,
+                                                           const std::string& session_dir,
+                                                           const std::string& work_dir) = 0;
   virtual std::unique_ptr<PageSink> start_page_server(const std::string& round_dir,
                                                       UniqueFd channel) = 0;
-  // Restores from images_dir. `hold` is called once the restored tasks are
-  // ready to resume; if it throws, the restore is undone and restore()
-  // rethrows. Returns the restored init's pid.
-  virtual int restore(const std::string& images_dir, const Manifest& m, const Acceptance& a,
+  // Restores from images_dir with what prepare_restore() made. `hold` is
+  // called once the restored tasks are ready to resume; if it throws, the
+  // restore is undone and restore() rethrows. Returns the restored init's
+  // pid.
+  virtual int restore(PreparedRestore& prepared, const std::string& images_dir, const Manifest& m,
                       const std::function<void()>& hold) = 0;
   // Removes whatever restore() left behind after a failure (state, cgroup).
   // Also after a failed lazy phase: it kills the running copy.
   virtual void discard(const Manifest& m) noexcept = 0;
   // --lazy: the lazy-pages daemon for the final round's images, its pages
-  // coming over channel; returns once restore() can connect to it.
+  // coming over channel, listening in the restore's work_dir (the one given
+  // to prepare_restore); returns once restore() can connect to it.
   virtual std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
+                                                      const std::string& work_dir,
                                                       UniqueFd channel) = 0;
 };
 

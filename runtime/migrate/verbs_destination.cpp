@@ -13,9 +13,9 @@ Acceptance VerbsDestination::accept(const Manifest& m) {
   return inner_.accept(m);
 }
 
-int VerbsDestination::restore(const std::string& images_dir, const Manifest& m,
-                              const Acceptance& a, const std::function<void()>& hold) {
-  int pid = inner_.restore(images_dir, m, a, hold);
+int VerbsDestination::restore(PreparedRestore& prepared, const std::string& images_dir,
+                              const Manifest& m, const std::function<void()>& hold) {
+  int pid = inner_.restore(prepared, images_dir, m, hold);
   // Committed: the container is this node's now, whatever happens next. A
   // QP that cannot be resumed is reported, not rolled back (the source is
   // being destroyed).

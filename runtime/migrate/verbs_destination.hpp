@@ -28,10 +28,18 @@ class VerbsDestination : public DestinationSide {
   // Post-copy is refused for verbs containers (receiver.cpp) before this;
   // forwarded for every other container that comes through here.
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
+                                              const std::string& work_dir,
                                               UniqueFd channel) override {
-    return inner_.start_lazy_pages(round_dir, std::move(channel));
+    return inner_.start_lazy_pages(round_dir, work_dir, std::move(channel));
   }
-  int restore(const std::string& images_dir, const Manifest& m, const Acceptance& a,
+  // The verbs objects are not made here: the plugin makes them inside
+  // CRIU's restore (runtime/migrate/README.md, "Prepared restore").
+  std::unique_ptr<PreparedRestore> prepare_restore(const Manifest& m, const Acceptance& a,
+                                                   const std::string& session_dir,
+                                                   const std::string& work_dir) override {
+    return inner_.prepare_restore(m, a, session_dir, work_dir);
+  }
+  int restore(PreparedRestore& prepared, const std::string& images_dir, const Manifest& m,
               const std::function<void()>& hold) override;
   void discard(const Manifest& m) noexcept override { inner_.discard(m); }
 

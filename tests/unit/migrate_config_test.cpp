@@ -65,6 +65,13 @@ TEST(MigrateConfig, InsecurePlaintextIsABoolean) {
             "/etc/crx/config.yaml: migration.insecure_plaintext has the wrong type");
 }
 
+TEST(MigrateConfig, PrepareRestoreIsOnUnlessSwitchedOff) {
+  EXPECT_TRUE(parse_migrate_config("", "x").prepare_restore);
+  EXPECT_FALSE(parse_migrate_config("migration:\n  prepare_restore: false\n", "x").prepare_restore);
+  EXPECT_NE(error_of("migration:\n  prepare_restore: later\n").find("migration.prepare_restore"),
+            std::string::npos);
+}
+
 TEST(MigrateConfig, UnknownKeysAreNamed) {
   EXPECT_EQ(error_of("migration:\n  listn: 1.2.3.4:5\n"),
             "/etc/crx/config.yaml: unknown key migration.listn");

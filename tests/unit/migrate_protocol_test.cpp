@@ -120,6 +120,7 @@ struct FakeSource : SourceSide {
   // process outside the init's tree (checkpoint/outside_processes.hpp).
   bool refuse_when_frozen = false;
   std::atomic<bool>* cancel_during_dump = nullptr;
+  std::atomic<bool>* cancel_during_pre_dump = nullptr;
 
   void write_round(const std::string& dir, const std::string& parent, int fd) {
     size_t n = round_bytes[std::min<size_t>(rounds, round_bytes.size() - 1)];
@@ -132,10 +133,13 @@ struct FakeSource : SourceSide {
     write_all(fd, n);
   }
   void pre_dump(const std::string& dir, const std::string& parent, int fd) override {
+    if (events) events->add("source pre-dump");
     write_round(dir, parent, fd);
+    if (cancel_during_pre_dump) cancel_during_pre_dump->store(true);
   }
   void freeze() override {
     ++freezes;
+    if (events) events->add("source frozen");
     if (refuse_when_frozen)
       throw crx::Error("container c1 has 1 process outside its init's process tree");
   }
@@ -219,9 +223,24 @@ struct FakePageSink : PageSink {
   }
 };
 
+struct FakeDestination;
+
+// What prepare_restore made: run() is the restore; destroyed before a run
+// that succeeded, it counts as released (what CriuPreparedRestore removes).
+struct FakePreparedRestore : PreparedRestore {
+  FakeDestination& d;
+  bool succeeded = false;
+  explicit FakePreparedRestore(FakeDestination& dest);
+  int run(const std::string& dir, const std::function<void()>& hold) override;
+  ~FakePreparedRestore() override;
+};
+
 struct FakeDestination : DestinationSide {
   std::mutex m;
   bool fail_restore = false;
+  bool fail_prepare = false;
+  int prepares = 0, released = 0;
+  std::string session_dir, work_dir;  // what prepare_restore was given
   int restores = 0, discards = 0, resumed = 0;
   std::string restored_core, parent_link;
   bool empty_inventory = false;
@@ -235,15 +254,35 @@ struct FakeDestination : DestinationSide {
     if (man.id == "exists-here") throw crx::Error("container exists-here already exists");
     return Acceptance{man.bundle, false, man.lazy && can_lazy};
   }
-  std::unique_ptr<LazyPages> start_lazy_pages(const std::string&, crx::UniqueFd ch) override {
+  std::unique_ptr<LazyPages> start_lazy_pages(const std::string&, const std::string& work,
+                                              crx::UniqueFd ch) override {
+    EXPECT_EQ(work, work_dir);  // the daemon listens where the restore looks
     return std::make_unique<FakeLazyPages>(std::move(ch), lazy_bytes, fail_lazy, *events);
+  }
+  std::unique_ptr<PreparedRestore> prepare_restore(const Manifest&, const Acceptance&,
+                                                   const std::string& session,
+                                                   const std::string& work) override {
+    if (fail_prepare)
+      throw crx::Error("cannot create cgroup /sys/fs/cgroup/c1: No space left on device",
+                       crx::Cause::IO);
+    std::this_thread::sleep_for(20ms);  // long enough to show in the report
+    ++prepares;
+    session_dir = session;
+    work_dir = work;
+    if (events) events->add("restore prepared");
+    return std::make_unique<FakePreparedRestore>(*this);
   }
   std::unique_ptr<PageSink> start_page_server(const std::string& dir, crx::UniqueFd ch) override {
     return std::make_unique<FakePageSink>(dir, std::move(ch));
   }
-  int restore(const std::string& dir, const Manifest&, const Acceptance&,
+  int restore(PreparedRestore& prepared, const std::string& dir, const Manifest&,
               const std::function<void()>& hold) override {
+    return prepared.run(dir, hold);
+  }
+  int run_restore(const std::string& dir, const std::function<void()>& hold) {
     std::lock_guard l(m);
+    // The final round's images are below the dir the restore was prepared for.
+    EXPECT_EQ(dir.rfind(session_dir + "/", 0), 0u) << dir;
     ++restores;
     if (fail_restore) throw crx::Error("criu restore failed: Error (criu/cr-restore.c:1): no");
     restored_core = crx::read_file(dir + "/core-1.img");
@@ -263,6 +302,20 @@ struct FakeDestination : DestinationSide {
   }
 };
 
+FakePreparedRestore::FakePreparedRestore(FakeDestination& dest) : d(dest) {}
+
+int FakePreparedRestore::run(const std::string& dir, const std::function<void()>& hold) {
+  int pid = d.run_restore(dir, hold);
+  succeeded = true;
+  return pid;
+}
+
+FakePreparedRestore::~FakePreparedRestore() {
+  if (succeeded) return;
+  ++d.released;
+  if (d.events) d.events->add("prepared restore released");
+}
+
 struct Outcome {
   MigrationReport sender, receiver;
 };
@@ -279,6 +332,7 @@ struct Harness {
   std::string on_freeze;  // crx migrate --on-freeze
   std::atomic<bool> cancel{false};
   bool lazy = false;      // crx migrate --lazy
+  bool prepare_restore = true;  // migration.prepare_restore
   Events events;
 
   Harness() {
@@ -296,6 +350,7 @@ struct Harness {
     ro.image_root = root + "/dst";
     ro.timeout = 10s;
     ro.commit_timeout = 10s;
+    ro.prepare_restore = prepare_restore;
     auto receiver = std::async(std::launch::async, [&] {
       std::string peer;
       auto fd = listener.accept(10s, &peer);
@@ -462,6 +517,125 @@ TEST(MigrateProtocol, InterruptBeforeCommitUndoesTheHeldRestore) {
   EXPECT_EQ(h.dst.restores, 1);
   EXPECT_EQ(h.dst.resumed, 0);
   EXPECT_EQ(h.dst.discards, 1);
+}
+
+// The receiver's phases, by name.
+std::vector<std::string> phase_names(const MigrationReport& r) {
+  std::vector<std::string> names;
+  for (const auto& p : r.phases) names.push_back(p.name);
+  return names;
+}
+
+int phase_index(const MigrationReport& r, const std::string& name) {
+  auto names = phase_names(r);
+  for (size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return static_cast<int>(i);
+  return -1;
+}
+
+TEST(MigratePreparedRestore, PreparedBeforeThePreCopyRoundsThenRestoredWithIt) {
+  Harness h;
+  h.pre_copy = 2;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(h.dst.prepares, 1);
+  EXPECT_EQ(h.dst.restores, 1);
+  EXPECT_EQ(h.dst.released, 0);
+  // Prepared while the source ran: before its first pre-dump and freeze.
+  ASSERT_GE(h.events.at("restore prepared"), 0);
+  EXPECT_LT(h.events.at("restore prepared"), h.events.at("source pre-dump"));
+  EXPECT_LT(h.events.at("restore prepared"), h.events.at("source frozen"));
+  // The session's dir (the rounds are below it), CRIU's work dir in it.
+  EXPECT_EQ(h.dst.work_dir, h.dst.session_dir + "/restore.work");
+  // The receiver's phase table: prepare, then the rounds, then restore.
+  int prepare = phase_index(r.receiver, "prepare");
+  ASSERT_GE(prepare, 0);
+  EXPECT_LT(prepare, phase_index(r.receiver, "pre-copy 1"));
+  EXPECT_LT(prepare, phase_index(r.receiver, "restore"));
+  EXPECT_GE(r.receiver.phases[prepare].seconds, 0.015);
+  // Both reports say how long it took, out of the downtime.
+  EXPECT_GE(r.receiver.prepare_seconds, 0.015);
+  EXPECT_DOUBLE_EQ(r.sender.prepare_seconds, r.receiver.prepare_seconds);
+  EXPECT_NE(r.sender.to_text().find("restore prepared on the destination before the freeze"),
+            std::string::npos);
+  EXPECT_NE(r.sender.to_json().find("\"prepare_seconds\""), std::string::npos);
+}
+
+TEST(MigratePreparedRestore, PreparedWithoutPreCopyStillBeforeTheFreeze) {
+  Harness h;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_LT(h.events.at("restore prepared"), h.events.at("source frozen"));
+  EXPECT_EQ(h.dst.released, 0);
+}
+
+TEST(MigratePreparedRestore, ASourceRollbackBeforeTheFreezeReleasesIt) {
+  Harness h;
+  h.pre_copy = 3;
+  h.src.cancel_during_pre_dump = &h.cancel;  // Ctrl-C in round 1
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_EQ(r.sender.error, "interrupted");
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_EQ(h.src.freezes, 0);
+  EXPECT_EQ(h.src.destroys, 0);
+  EXPECT_EQ(h.dst.prepares, 1);
+  EXPECT_EQ(h.dst.released, 1);
+  EXPECT_EQ(h.dst.restores, 0);
+  EXPECT_FALSE(crx::path_exists(h.dst.session_dir));
+}
+
+TEST(MigratePreparedRestore, AFailedPreparationIsARefusalAndTheSourceRunsOn) {
+  Harness h;
+  h.pre_copy = 2;
+  h.dst.fail_prepare = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find("cannot create cgroup"), std::string::npos) << r.sender.error;
+  EXPECT_NE(r.receiver.error.find("cannot create cgroup"), std::string::npos) << r.receiver.error;
+  EXPECT_EQ(h.src.rounds, 0);
+  EXPECT_EQ(h.src.freezes, 0);
+  EXPECT_EQ(h.src.dumps, 0);
+  EXPECT_EQ(h.src.destroys, 0);
+  EXPECT_EQ(h.dst.restores, 0);
+  EXPECT_EQ(h.dst.released, 0);
+}
+
+TEST(MigratePreparedRestore, AFailureAfterTheFreezeReleasesIt) {
+  Harness h;
+  h.pre_copy = 1;
+  h.src.fail_dump = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_EQ(h.src.freezes, 1);
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.dst.restores, 0);
+  EXPECT_EQ(h.dst.released, 1);
+  EXPECT_LT(h.events.at("source frozen"), h.events.at("prepared restore released"));
+}
+
+TEST(MigratePreparedRestore, AFailedRestoreReleasesIt) {
+  Harness h;
+  h.dst.fail_restore = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.dst.restores, 1);
+  EXPECT_EQ(h.dst.released, 1);
+}
+
+TEST(MigratePreparedRestore, SwitchedOffItIsPreparedInTheFrozenWindow) {
+  Harness h;
+  h.pre_copy = 1;
+  h.prepare_restore = false;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(h.dst.prepares, 1);
+  EXPECT_GT(h.events.at("restore prepared"), h.events.at("source frozen"));
+  EXPECT_EQ(phase_index(r.receiver, "prepare"), -1);
+  EXPECT_EQ(r.sender.prepare_seconds, 0);
+  EXPECT_EQ(r.receiver.prepare_seconds, 0);
+  EXPECT_EQ(r.sender.to_json().find("\"prepare_seconds\""), std::string::npos);
 }
 
 TEST(MigrateProtocol, RefusedManifestIsReportedToTheSender) {

@@ -102,10 +102,21 @@ struct FakePageSink : PageSink {
   }
 };
 
+// Nothing to prepare: the fake restore below does it all.
+struct NothingPrepared : crx::migrate::PreparedRestore {
+  int run(const std::string&, const std::function<void()>&) override { return 0; }
+};
+
 struct FakeDestination : DestinationSide {
-  std::unique_ptr<crx::migrate::LazyPages> start_lazy_pages(const std::string&,
+  std::unique_ptr<crx::migrate::LazyPages> start_lazy_pages(const std::string&, const std::string&,
                                                             crx::UniqueFd) override {
     throw crx::Error("no post-copy here");
+  }
+  std::unique_ptr<crx::migrate::PreparedRestore> prepare_restore(const Manifest&,
+                                                                 const Acceptance&,
+                                                                 const std::string&,
+                                                                 const std::string&) override {
+    return std::make_unique<NothingPrepared>();
   }
   Calls& calls;
   bool fail_restore = false;
@@ -117,7 +128,7 @@ struct FakeDestination : DestinationSide {
   std::unique_ptr<PageSink> start_page_server(const std::string&, UniqueFd ch) override {
     return std::make_unique<FakePageSink>(std::move(ch));
   }
-  int restore(const std::string& dir, const Manifest&, const Acceptance&,
+  int restore(crx::migrate::PreparedRestore&, const std::string& dir, const Manifest&,
               const std::function<void()>& hold) override {
     calls.add("restore");
     if (fail_restore) throw Error("criu restore failed");

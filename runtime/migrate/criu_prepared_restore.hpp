@@ -1,0 +1,26 @@
+// CriuDestination's PreparedRestore: checkpoint::PreparedRestore (the
+// cgroup, mounts, state dir and the waiting `criu swrk`, made before the
+// freeze) with what a migration's restore asks of it in run().
+#pragma once
+#include <string>
+
+#include "checkpoint/prepared_restore.hpp"
+#include "migrate/sides.hpp"
+
+namespace crx::migrate {
+
+class CriuPreparedRestore : public PreparedRestore {
+ public:
+  // Throws Error (nothing left) when the destination cannot prepare.
+  CriuPreparedRestore(const container::GlobalOptions& g, const Manifest& m, const Acceptance& a,
+                      const std::string& session_dir, const std::string& work_dir);
+  int run(const std::string& images_dir, const std::function<void()>& hold) override;
+
+ private:
+  static checkpoint::RestoreRequest request(const Manifest& m, const Acceptance& a,
+                                            const std::string& session_dir,
+                                            const std::string& work_dir);
+  checkpoint::PreparedRestore restore_;
+};
+
+}  // namespace crx::migrate

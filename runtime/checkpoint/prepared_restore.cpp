@@ -103,6 +103,11 @@ void PreparedRestore::prepare() {
   bundle_ = spec::load_bundle(r_.bundle);
   const spec::Spec& s = bundle_.spec;
   dir_.emplace(state::StateDir::create(g_.root, id_));
+  state_dir_ = dir_->path();
+  struct stat st{};
+  if (::fstat(dir_->lock_fd(), &st) != 0) throw_errno("stat " + state_dir_);
+  state_dir_dev_ = st.st_dev;
+  state_dir_ino_ = st.st_ino;
   // The bundle's limits; the checkpoint's own (crx update) replace them in
   // run(), once its crx-container.json is here.
   cg_ = cgroup::Cgroup::create(s.linux, id_, g_.systemd_cgroup);
@@ -150,15 +155,46 @@ void PreparedRestore::prepare() {
   setup.defer_verbs_resume = o_.defer_verbs_resume;
   setup.output_fd = output.get();
   criu_ = std::make_unique<StartedRestore>(setup);
+  // The id stays taken (the dir exists), but its lock goes until run():
+  // `crx list` and `crx state` wait for a locked dir, and pre-copy may take
+  // minutes. A half-made dir (no state.json) is skipped by `crx list`.
+  dir_.reset();
+}
+
+std::optional<state::StateDir> PreparedRestore::reopen_state_dir() const {
+  std::optional<state::StateDir> d;
+  try {
+    d.emplace(state::StateDir::open(g_.root, id_));
+  } catch (const Error& e) {
+    if (e.cause() == Cause::NotFound) return std::nullopt;
+    throw;
+  }
+  struct stat st{};
+  if (::fstat(d->lock_fd(), &st) != 0) throw_errno("stat " + state_dir_);
+  // Deleted (crx delete --force) and made again by someone else meanwhile.
+  if (st.st_dev != state_dir_dev_ || st.st_ino != state_dir_ino_) return std::nullopt;
+  return d;
 }
 
 pid_t PreparedRestore::criu_pid() const { return criu_ ? criu_->pid() : -1; }
 
-const std::string& PreparedRestore::state_dir() const { return dir_->path(); }
+const std::string& PreparedRestore::state_dir() const { return state_dir_; }
 
 pid_t PreparedRestore::run(const std::string& images_dir, const std::function<void()>& hold) {
   if (used_) throw Error("restore of " + id_ + ": the prepared restore ran already", Cause::Invalid);
   used_ = true;
+  try {
+    dir_ = reopen_state_dir();
+  } catch (...) {
+    release();
+    throw;
+  }
+  if (!dir_) {
+    release();
+    throw Error("restore of " + id_ + ": its state dir " + state_dir_ +
+                    " was removed while the restore was prepared (crx delete --force?)",
+                Cause::NotFound);
+  }
   if (!images_where_prepared(r_, images_dir))
     throw Error("restore of " + id_ + ": images " + images_dir + " are not where the restore was "
                 "prepared for (" + r_.image_path + ")",
@@ -255,6 +291,10 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     joined_namespaces_.clear();
     work_.reset();
     guard_.reset();  // disarmed: the container is a crx container now
+    // Its state dir's lock goes too: from here on crx commands (the
+    // receiver's own, resuming the container's QPs) open it as any other.
+    dir_.reset();
+    cg_.reset();
     return pid;
   } catch (...) {
     if (!done_) release();
@@ -286,14 +326,13 @@ void PreparedRestore::release() noexcept {
     }
     cg_.reset();
   }
-  if (dir_) {
-    try {
-      dir_->remove();
-    } catch (const std::exception& e) {
-      log::warn("restore cleanup: " + std::string(e.what()));
-    }
-    dir_.reset();
+  try {
+    if (!dir_ && !state_dir_.empty()) dir_ = reopen_state_dir();  // not locked since prepare
+    if (dir_) dir_->remove();
+  } catch (const std::exception& e) {
+    log::warn("restore cleanup: " + std::string(e.what()));
   }
+  dir_.reset();
   guard_.reset();
 }
 

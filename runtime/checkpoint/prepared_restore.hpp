@@ -3,7 +3,8 @@
 // run), what needs the final images when they are there.
 //
 // The constructor (prepare): bundle and config.json loaded, the state dir
-// created (locked: the id is taken), the cgroup made with the bundle's
+// created (the id is taken; its lock is held while prepare() and run()
+// work, not in between: `crx list` would wait for it), the cgroup made with the bundle's
 // limits and recorded (restore-cgroup.json), the restore guard forked, the
 // rootfs bind-mounted for CRIU, the tmpfs mounts and /dev crx re-creates
 // staged, bind mount targets made, a network namespace joined by path
@@ -13,7 +14,8 @@
 // resources applied to the cgroup, its pid file and paused state used),
 // the request sent, CRIU's notifications served (hooks, pre-resume, the
 // console), state.json saved; the staged mounts are detached once CRIU
-// has bound them in.
+// has bound them in, and the state dir's lock is let go (the container is
+// an ordinary crx container then).
 // Destroying it before run() succeeded (never run, run failed, an
 // exception anywhere) removes everything it made: criu, restored tasks,
 // cgroup, mounts, state dir, guard. One owner for all of it.
@@ -62,12 +64,19 @@ class PreparedRestore {
  private:
   void prepare();
   void release() noexcept;
+  // The state dir made in prepare(), locked; nullopt when it is gone (or
+  // is another container's by now).
+  std::optional<state::StateDir> reopen_state_dir() const;
 
   container::GlobalOptions g_;
   std::string id_;
   RestoreRequest r_;
   spec::Bundle bundle_;
+  // Locked while prepare() and run() work on it, not in between.
   std::optional<state::StateDir> dir_;
+  std::string state_dir_;
+  dev_t state_dir_dev_ = 0;
+  ino_t state_dir_ino_ = 0;
   std::optional<cgroup::Cgroup> cg_;
   std::unique_ptr<RestoreGuard> guard_;
   UniqueFd work_;

@@ -557,6 +557,81 @@ class MigrateTest(Receiving, Base):
         self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
         self.assertEqual(tb.run(1, "pgrep -x criu")[0], 1, "criu left running on the destination")
 
+    # What a prepared restore (runtime/migrate/README.md, "Prepared restore")
+    # makes on the destination for c1: its state dir, cgroup, CRIU's root
+    # and staged mounts under the state dir, a `criu swrk` waiting.
+    PREPARED = {
+        "state dir": "test -d /run/crx/c1",
+        "cgroup": "test -d /sys/fs/cgroup/c1",
+        "criu root mount": "grep -q ' /run/crx/c1/criu-root ' /proc/self/mountinfo",
+        "waiting criu": "pgrep -f '^criu swrk' >/dev/null",
+    }
+
+    def prepared_on_the_destination(self, tb):
+        return {what: tb.run(1, cmd)[0] == 0 for what, cmd in self.PREPARED.items()}
+
+    def assert_nothing_left_on_the_destination(self, tb):
+        left = {what: there for what, there in self.prepared_on_the_destination(tb).items() if there}
+        self.assertEqual(left, {}, "left on the destination")
+        self.assertEqual(self.sh(tb, 1, "grep -E 'crx-migrate|/run/crx/' /proc/self/mountinfo; "
+                                        "pgrep -a -x criu; ls -A /run/crx-migrate; true").strip(),
+                         "", "mounts, criu processes or images left on the destination")
+        self.assertIsNone(self.state(tb, 1)[0])
+
+    def prepared_then_pre_copy_under_way(self, tb):
+        """A migration with --pre-copy 3 over a slow link (round 1 takes
+        tens of seconds), once the receiver is in round 1: the restore is
+        prepared there, the source has not frozen."""
+        rh, mh = self.slow_link_migration(tb, "96kbit", "8kb", "--pre-copy 3")
+        self.wait_for_receiver_phase(tb, self.RECEIVER_LOG, "pre-copy 1")
+        prepared = self.prepared_on_the_destination(tb)
+        self.assertEqual(prepared, {what: True for what in self.PREPARED},
+                         "the restore must be prepared before the first round")
+        self.assertEqual(self.state(tb, 0)[0], "running")
+        return rh, mh
+
+    def test_fault_after_the_prepared_restore_leaves_nothing_on_the_destination(self):
+        """A Ctrl-C of crx migrate after the destination prepared the
+        restore and before the freeze: the receiver releases everything it
+        prepared; the source never stopped."""
+        tb = self.two_guests()
+        self.run_counter(tb)
+        rh, mh = self.prepared_then_pre_copy_under_way(tb)
+        self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")
+        rc, out, err = tb.wait(mh, timeout=600)
+        rrc, _, _ = tb.wait(rh, timeout=300)
+        rlog = self.sh(tb, 1, f"cat {self.RECEIVER_LOG}")
+        self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
+        self.assertNotEqual(rrc, 0, rlog)
+        self.assertIn("interrupted", rlog)
+        report = json.loads(out.strip().splitlines()[-1])
+        self.assertNotIn("freeze", [p["name"] for p in report["phases"]],
+                         "the fault must come before the freeze")
+        self.assertGreater(report.get("prepare_seconds", 0), 0, report)
+        self.sh(tb, 0, "tc qdisc del dev eth0 root")
+        self.assert_nothing_left_on_the_destination(tb)
+        self.assert_one_copy_on_the_source(tb)
+
+    def test_receiver_killed_after_the_prepared_restore_leaves_nothing_after_its_successor(self):
+        """The receiver SIGKILLed after preparing: its waiting criu dies with
+        it (PR_SET_PDEATHSIG); the cgroup, mounts and state dir it made are
+        removed by the next crx receive (migrate/stale_sessions.hpp)."""
+        tb = self.two_guests()
+        self.run_counter(tb)
+        rh, mh = self.prepared_then_pre_copy_under_way(tb)
+        self.sh(tb, 1, "pkill -9 -f 'crx [r]eceive'")
+        tb.wait(rh, timeout=60)
+        wait_until(lambda: tb.run(1, self.PREPARED["waiting criu"])[0] != 0, 30,
+                   "the waiting criu to die with the receiver", interval=0.3)
+        self.sh(tb, 0, "tc qdisc del dev eth0 root")
+        rc, out, err = tb.wait(mh, timeout=600)
+        self.assertNotEqual(rc, 0, "migrate must fail when the receiver dies")
+        self.assert_one_copy_on_the_source(tb)
+        rh = self.start_receiver(tb)  # sweeps what the dead one left
+        self.sh(tb, 1, "pkill -INT -f 'crx [r]eceive'")
+        tb.wait(rh, timeout=120)
+        self.assert_nothing_left_on_the_destination(tb)
+
     def test_unknown_container_and_no_receiver(self):
         tb = self.two_guests()
         rc, out, err = tb.run(0, f"{CRX} migrate nope --to {tb.ip(1)}:{PORT} --key /tmp/key")

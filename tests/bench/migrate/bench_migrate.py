@@ -166,11 +166,17 @@ def link_bandwidth(tb, mib=64, tool="sendfile"):
     return (mib << 20) / dt
 
 
-def crx_way(tb, crx, mib, cid, pre_copy, flags=""):
+# crx receive's config for the way "unprepared": the restore prepared in the
+# frozen window, as before the prepared restore (runtime/migrate/README.md).
+UNPREPARED_CONFIG = "/tmp/unprepared.yaml"
+
+
+def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True):
     set_size(tb, mib, cid)
     before = start_memhog(tb, tb.scratch, cid,
                           f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
-    h = tb.spawn(1, f"{crx} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+    config = "" if prepared else f"--config {UNPREPARED_CONFIG} "
+    h = tb.spawn(1, f"{crx} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once {config}"
                     f"--image-dir /run/crx-migrate --format json")
     wait_listening(tb, 1, PORT)
     t = time.monotonic()
@@ -219,6 +225,30 @@ def phases(rep):
     return ", ".join(f"{p['name']} {p['seconds']:.2f}" for p in rep["phases"])
 
 
+def phase_seconds(rep, name):
+    return sum(p["seconds"] for p in rep["phases"] if p["name"] == name)
+
+
+def print_prepared_table(runs, sizes):
+    """crx with the prepared restore (default) against crx with
+    migration.prepare_restore: false on the receiver: downtime and the
+    receiver's prepare and restore phases, medians."""
+    med = statistics.median
+    print("| memory | way | downtime | total | receiver prepare (before the freeze) | "
+          "receiver restore (frozen) |")
+    print("|---|---|---|---|---|---|")
+    for mib in sizes:
+        for way in ("crx", "unprepared"):
+            rs = runs[way].get(mib)
+            if not rs:
+                continue
+            print(f"| {mib} MiB | {'prepared' if way == 'crx' else 'not prepared'} | "
+                  f"{med(r['downtime'] for r in rs):.2f} s | {med(r['total'] for r in rs):.2f} s | "
+                  f"{med(phase_seconds(r['receiver'], 'prepare') for r in rs):.2f} s | "
+                  f"{med(phase_seconds(r['receiver'], 'restore') for r in rs):.2f} s |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="16,64,256")
@@ -231,15 +261,21 @@ def main():
     ap.add_argument("--json", help="write all measurements here")
     ap.add_argument("--no-lazy", action="store_true",
                     help="leave out crx migrate --lazy (post-copy), interleaved by default")
+    ap.add_argument("--ways", default=None,
+                    help="comma-separated ways to interleave (crx, runc, lazy, unprepared: crx "
+                         "with migration.prepare_restore false on the receiver); default "
+                         "crx,runc,lazy (crx,runc with --no-lazy)")
     ap.add_argument("--bandwidth-only", action="store_true",
                     help="only measure the link (sendfile) and the runc way's copy tool")
     a = ap.parse_args()
     crx = os.path.join(a.build, "crx")
     sizes = [int(x) for x in a.sizes.split(",")]
     runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {},
-            "lazy": {}, "baseline": []}
+            "lazy": {}, "unprepared": {}, "baseline": []}
     # crx --lazy (post-copy): no pre-copy round, the memory after the resume.
     ways = ("crx", "runc") if a.no_lazy else ("crx", "runc", "lazy")
+    if a.ways:
+        ways = tuple(a.ways.split(","))
     # Memory: the container, its image in RAM on the receiving end (runc way:
     # also the source's image dir), and the guest itself.
     with Testbed(2, rxe=False, memory_mb=max(768, 3 * max(sizes) + 512)) as tb:
@@ -247,6 +283,7 @@ def main():
         b = make_bundle(tb.scratch, crx)
         for k in (0, 1):
             sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {KEY} > /tmp/key && chmod 600 /tmp/key")
+        sh(tb, 1, f"printf 'migration:\\n  prepare_restore: false\\n' > {UNPREPARED_CONFIG}")
         if a.bandwidth_only:
             for _ in range(2):
                 for tool in ("sendfile", "pipe"):
@@ -259,7 +296,8 @@ def main():
         # Warm-up (not counted): the first CRIU, runc and crx runs read their
         # binaries over 9p and are several times slower than the later ones.
         crx_way(tb, crx, BASELINE_MIB, "warmcrx", a.pre_copy, a.crx_flags)
-        runc_way(tb, BASELINE_MIB, "warmrunc")
+        if "runc" in ways:
+            runc_way(tb, BASELINE_MIB, "warmrunc")
         if "lazy" in ways:
             crx_way(tb, crx, BASELINE_MIB, "warmlazy", 0, a.crx_flags + " --lazy")
         for rep in range(a.reps):
@@ -279,8 +317,9 @@ def main():
                         detail = (f"[{phases(r['report'])}] lazy {lz.get('seconds', 0):.2f} s: "
                                   f"{lz.get('on_demand_pages', 0)} pages on demand, "
                                   f"{lz.get('pushed_pages', 0)} pushed")
-                    elif way == "crx":
-                        r = crx_way(tb, crx, mib, cid, a.pre_copy, a.crx_flags)
+                    elif way in ("crx", "unprepared"):
+                        r = crx_way(tb, crx, mib, cid, a.pre_copy, a.crx_flags,
+                                    prepared=way == "crx")
                         detail = (f"[{phases(r['report'])}] rounds " +
                                   ", ".join(f"{x['page_bytes'] >> 10} KiB"
                                             for x in r["report"]["rounds"]) +
@@ -309,6 +348,10 @@ def main():
           f"{statistics.mean(pipe) / 1e6:.1f}); CRIU's fixed cost "
           f"(crx total for a {BASELINE_MIB} MiB container): {fixed:.2f} s; "
           f"medians of {a.reps} runs, crx with --pre-copy {a.pre_copy} {a.crx_flags}\n")
+    if runs["unprepared"]:
+        print_prepared_table(runs, sizes)
+    if not runs["runc"]:
+        return
     print("| memory | crx downtime | runc-way downtime | downtime ratio | crx total | "
           "runc-way total | total ratio | limit (mem/bw) | crx total / (1.3 limit + fixed) |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -221,6 +221,26 @@ def runc_way(tb, mib, cid, keep_logs=None):
             "phases": {"checkpoint": t1 - t0, "copy": t2 - t1, "restore": t3 - t2}}
 
 
+def criu_floor(tb):
+    """Issue 17's floor: a bare `criu dump` then `criu restore` of a trivial
+    process (a sleep in its own session) in the same guest, nothing else:
+    CRIU's fixed work with no container, no memory to speak of, no
+    network. Returns the two times."""
+    img = "/tmp/floor"
+    pid = sh(tb, 0, f"rm -rf {img} && mkdir -p {img} && "
+                    "{ setsid sleep 1000 </dev/null >/dev/null 2>&1 & p=$!; }; "
+                    # dumped once it is the sleep (not setsid before its exec)
+                    "until [ \"$(cat /proc/$p/comm)\" = sleep ]; do sleep 0.05; done; "
+                    "echo $p").strip()
+    t0 = time.monotonic()
+    sh(tb, 0, f"criu dump -t {pid} -D {img} -o dump.log || {{ tail -5 {img}/dump.log; exit 1; }}")
+    t1 = time.monotonic()
+    sh(tb, 0, f"criu restore -D {img} -o restore.log -d || {{ tail -5 {img}/restore.log; exit 1; }}")
+    t2 = time.monotonic()
+    sh(tb, 0, f"pkill -KILL -f '^sleep 1000$'; rm -rf {img}")
+    return {"dump": t1 - t0, "restore": t2 - t1, "downtime": t2 - t0}
+
+
 def phases(rep):
     return ", ".join(f"{p['name']} {p['seconds']:.2f}" for p in rep["phases"])
 
@@ -271,7 +291,7 @@ def main():
     crx = os.path.join(a.build, "crx")
     sizes = [int(x) for x in a.sizes.split(",")]
     runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {},
-            "lazy": {}, "unprepared": {}, "baseline": []}
+            "lazy": {}, "unprepared": {}, "baseline": [], "floor": []}
     # crx --lazy (post-copy): no pre-copy round, the memory after the resume.
     ways = ("crx", "runc") if a.no_lazy else ("crx", "runc", "lazy")
     if a.ways:
@@ -305,8 +325,14 @@ def main():
             runs["baseline"].append(r)
             print(f"{BASELINE_MIB} MiB crx (fixed cost): downtime {r['downtime']:.2f} s, "
                   f"total {r['total']:.2f} s [{phases(r['report'])}]", flush=True)
+        criu_floor(tb)  # warm-up
         for mib in sizes:
             for rep in range(a.reps):
+                if mib == sizes[0]:
+                    r = criu_floor(tb)
+                    runs["floor"].append(r)
+                    print(f"bare CRIU floor #{rep}: dump {r['dump']:.2f} s + restore "
+                          f"{r['restore']:.2f} s = {r['downtime']:.2f} s", flush=True)
                 # Each way goes first in turn.
                 order = ways[rep % len(ways):] + ways[:rep % len(ways)]
                 for way in order:
@@ -350,6 +376,16 @@ def main():
           f"medians of {a.reps} runs, crx with --pre-copy {a.pre_copy} {a.crx_flags}\n")
     if runs["unprepared"]:
         print_prepared_table(runs, sizes)
+    floor = med(r["downtime"] for r in runs["floor"])
+    print(f"bare CRIU floor (dump + restore of a sleep, medians): {floor:.2f} s "
+          f"(dump {med(r['dump'] for r in runs['floor']):.2f} s, restore "
+          f"{med(r['restore'] for r in runs['floor']):.2f} s)")
+    for way in ("crx", "unprepared"):
+        if runs[way].get(sizes[0]):
+            d = med(r["downtime"] for r in runs[way][sizes[0]])
+            print(f"{sizes[0]} MiB {way}: downtime {d:.2f} s = {d / floor:.2f} x the floor "
+                  "(issue 17's goal for the prepared restore: <= 0.7)")
+    print()
     if not runs["runc"]:
         return
     print("| memory | crx downtime | runc-way downtime | downtime ratio | crx total | "

@@ -1,9 +1,9 @@
 #!/bin/sh
-# Runs on the destination beside a migration: waits (shell builtins only, so that it
-# reacts within a few ms) until the receiver's criu has started the
-# restore (its restore.log appears in the receiver's RAM dir; the restore
-# of this container takes ~2 s under TCG), then kills the receiver and
-# every criu process (criu swrk and the tasks it restores) at once.
+# Runs on the destination beside a migration: waits until the receiver's
+# criu has started the restore (its restore.log in the receiver's RAM dir
+# says it forks the container's tasks; the restore of this container takes
+# ~2 s under TCG), then kills the receiver and every criu process (criu
+# swrk and the tasks it restores) at once.
 
 # The receiver may start after this script (a launcher agent starts it
 # for each migration): wait up to 10 min for it.
@@ -19,6 +19,14 @@ while :; do
     [ -e "$f" ] && break 2
   done
   i=$((i + 1)); [ $i -lt 6000 ] || { echo 'never saw the restore' >&2; exit 1; }
+  sleep 0.02
+done
+# The log is there from the preparation on (the receiver starts criu swrk
+# before the freeze, runtime/migrate/README.md "Prepared restore"); the
+# restore itself has begun once criu forks the container's tasks.
+i=0
+until grep -q 'Forking task' "$f" 2>/dev/null; do
+  i=$((i + 1)); [ $i -lt 6000 ] || { echo 'never saw the restore fork' >&2; exit 1; }
   sleep 0.02
 done
 pids="$receiver $(pgrep -x criu)"

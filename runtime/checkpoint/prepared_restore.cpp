@@ -87,6 +87,10 @@ PreparedRestore::PreparedRestore(const container::GlobalOptions& g, std::string 
                                  RestoreRequest r)
     : g_(g), id_(std::move(id)), r_(std::move(r)) {
   if (r_.image_path.empty()) throw Error("restore: --image-path is required", Cause::Invalid);
+  // `crx restore`: the images are there already, and checked first, before
+  // anything is made (prepare() creates the work dir, which is the images
+  // dir unless --work-path says otherwise). A migration's arrive later.
+  if (!r_.images_below) open_dir(r_.image_path, false);
   try {
     prepare();
   } catch (...) {

@@ -10,6 +10,7 @@
 #include <cerrno>
 
 #include "checkpoint/carried_state.hpp"
+#include "checkpoint/image_dirs.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
 #include "checkpoint/outside_terminal.hpp"
@@ -32,21 +33,6 @@
 namespace crx::checkpoint {
 namespace {
 
-bool is_bind(const spec::Mount& m) {
-  if (m.type == "bind") return true;
-  for (const auto& o : m.options) {
-    if (o == "bind" || o == "rbind") return true;
-  }
-  return false;
-}
-
-UniqueFd open_dir(const std::string& path, bool create) {
-  if (create) mkdir_p(path, 0700);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) throw_errno("open " + path);
-  return fd;
-}
-
 uint32_t empty_ns_mask(const std::vector<std::string>& names) {
   uint32_t mask = 0;
   for (const auto& n : names) {
@@ -64,7 +50,7 @@ uint32_t empty_ns_mask(const std::vector<std::string>& names) {
 // frozen container by add_recreated_mounts.
 void add_dump_mounts(CommonOptions& o, const spec::Spec& s, pid_t pid) {
   for (const auto& m : s.mounts) {
-    if (is_bind(m)) o.ext_mounts.push_back({m.destination, m.destination});
+    if (is_bind_mount(m)) o.ext_mounts.push_back({m.destination, m.destination});
   }
   std::string root = "/proc/" + std::to_string(pid) + "/root";
   for (const auto& p : s.linux.masked_paths) {
@@ -205,8 +191,8 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
   // A pre-dump loses nothing (the container runs on).
   std::vector<OutsideProcess> left_out;
   if (!r.pre_dump) left_out = check_outside_processes(src, r.kill_exec);
-  UniqueFd images = open_dir(r.image_path, true);
-  UniqueFd work = open_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
+  UniqueFd images = open_image_dir(r.image_path, true);
+  UniqueFd work = open_image_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
   DumpOptions o = src.base;
   o.images_dir_fd = images.get();
   o.work_dir_fd = work.get();

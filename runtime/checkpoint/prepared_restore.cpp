@@ -8,6 +8,7 @@
 
 #include "checkpoint/carried_state.hpp"
 #include "checkpoint/criu_root.hpp"
+#include "checkpoint/image_dirs.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
 #include "checkpoint/recreated_mounts.hpp"
@@ -23,27 +24,12 @@
 namespace crx::checkpoint {
 namespace {
 
-bool is_bind(const spec::Mount& m) {
-  if (m.type == "bind") return true;
-  for (const auto& o : m.options) {
-    if (o == "bind" || o == "rbind") return true;
-  }
-  return false;
-}
-
-UniqueFd open_dir(const std::string& path, bool create) {
-  if (create) mkdir_p(path, 0700);
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!fd) throw_errno("open " + path);
-  return fd;
-}
-
 // Bind mounts and masked files as CRIU external mounts (key: the
 // destination, value: the source on this host). CRIU mounts onto the
 // destination inside the rootfs: it is made if missing.
 void add_restore_mounts(CommonOptions& o, const spec::Spec& s, const std::string& rootfs) {
   for (const auto& m : s.mounts) {
-    if (!is_bind(m)) continue;
+    if (!is_bind_mount(m)) continue;
     o.ext_mounts.push_back({m.destination, m.source});
     std::string target = rootfs + m.destination;
     if (!path_exists(target)) {
@@ -90,7 +76,7 @@ PreparedRestore::PreparedRestore(const container::GlobalOptions& g, std::string 
   // `crx restore`: the images are there already, and checked first, before
   // anything is made (prepare() creates the work dir, which is the images
   // dir unless --work-path says otherwise). A migration's arrive later.
-  if (!r_.images_below) open_dir(r_.image_path, false);
+  if (!r_.images_below) open_image_dir(r_.image_path, false);
   try {
     prepare();
   } catch (...) {
@@ -123,7 +109,7 @@ void PreparedRestore::prepare() {
   leftovers.whole_title = !r_.images_below;
   guard_ = std::make_unique<RestoreGuard>(std::move(leftovers));
   std::string work_path = r_.work_path.empty() ? r_.image_path : r_.work_path;
-  work_ = open_dir(work_path, true);
+  work_ = open_image_dir(work_path, true);
   root_ = std::make_unique<CriuRoot>(bundle_.rootfs, dir_->path() + "/criu-root");
   // Fresh tmpfs for the mounts the dump left out, and /dev; detached again
   // once CRIU has bound them into the container.
@@ -218,7 +204,7 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     std::string pid_file = r_.pid_file;
     if (pid_file.empty() && r_.carried_pid_file && carried) pid_file = carried->pid_file;
 
-    UniqueFd images = open_dir(images_dir, false);
+    UniqueFd images = open_image_dir(images_dir, false);
     RestoreOptions o = o_;
     o.images_dir_fd = images.get();
     const bool paused_again = r_.keep_paused && carried && carried->paused;

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -162,17 +163,35 @@ std::string unique_id(const std::string& stem) {
   return stem + "-" + name.substr(0, 40) + "-" + std::to_string(::getpid()) + "-" + std::to_string(++counter);
 }
 
-std::vector<std::string> cgroup_dirs_named(const std::string& id) {
-  std::vector<std::string> found;
+namespace {
+
+// A directory that goes away while it is read (other processes' cgroups
+// come and go, e.g. a supervisor's per-command memory cgroups) ends only
+// its own part of the walk: stopping the whole walk at the first error
+// would let a leftover in a later hierarchy go unseen.
+void collect_cgroup_dirs(const std::filesystem::path& dir, const std::function<bool(const std::string&)>& wanted,
+                         std::vector<std::string>& out) {
   std::error_code ec;
-  for (auto it = std::filesystem::recursive_directory_iterator(
-           "/sys/fs/cgroup", std::filesystem::directory_options::skip_permission_denied, ec);
-       it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    if (it->is_directory(ec) && it->path().filename() == id) found.push_back(it->path());
-    if (it.depth() > 3) it.disable_recursion_pending();
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code ec2;
+    if (!it->is_directory(ec2) || it->is_symlink(ec2)) continue;
+    if (wanted(it->path().filename().string()))
+      out.push_back(it->path());
+    else
+      collect_cgroup_dirs(it->path(), wanted, out);
   }
+}
+
+}  // namespace
+
+std::vector<std::string> cgroup_dirs_where(const std::function<bool(const std::string&)>& wanted) {
+  std::vector<std::string> found;
+  collect_cgroup_dirs("/sys/fs/cgroup", wanted, found);
   return found;
+}
+
+std::vector<std::string> cgroup_dirs_named(const std::string& id) {
+  return cgroup_dirs_where([&](const std::string& name) { return name == id; });
 }
 
 void expect_nothing_left(const std::string& id) {

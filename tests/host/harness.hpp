@@ -52,6 +52,9 @@ void expect_nothing_left(const std::string& id);
 void force_delete(const std::string& id);
 // Host cgroup directories whose name is `id` (any hierarchy).
 std::vector<std::string> cgroup_dirs_named(const std::string& id);
+// Host cgroup directories (any hierarchy, any depth) whose name `wanted`
+// accepts; the walk does not descend into them.
+std::vector<std::string> cgroup_dirs_where(const std::function<bool(const std::string&)>& wanted);
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
 std::string temp_dir(const std::string& stem);

@@ -131,18 +131,7 @@ std::vector<std::string> fds_into(const std::vector<std::string>& paths) {
 
 // Cgroup directories (any hierarchy, any depth) whose name starts with prefix.
 std::vector<std::string> cgroups_starting(const std::string& prefix) {
-  std::vector<std::string> out;
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator("/sys/fs/cgroup", fs::directory_options::skip_permission_denied, ec);
-       it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) break;
-    std::error_code ec2;
-    if (it->is_directory(ec2) && it->path().filename().string().rfind(prefix, 0) == 0) {
-      out.push_back(it->path());
-      it.disable_recursion_pending();
-    }
-  }
-  return out;
+  return cgroup_dirs_where([&](const std::string& name) { return name.rfind(prefix, 0) == 0; });
 }
 
 // Waits until pid has exec'd `comm` (the container's process, after crx

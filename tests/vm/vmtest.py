@@ -101,6 +101,19 @@ def warm_for_migration(tb, crx):
     tb.run_all(warm_for_migration_cmd(crx), timeout=180)
 
 
+def remove_every_container_cmd(crx, image_root="/run/crx-migrate"):
+    """A guest command that removes every container and every receiver's
+    session, as an operator would after a crash; never fails. Not `crx
+    list`: it skips what a killed receiver left half-prepared (a state dir
+    without state.json), which `crx delete --force` still removes. The
+    sessions' mounts (a prepared restore's rootfs bind, CRIU's cgroup
+    yard) are detached before their directories go: rm -rf would descend
+    into a bind-mounted rootfs."""
+    return (f"for c in $(ls /run/crx 2>/dev/null); do {crx} delete --force $c 2>/dev/null; done; "
+            f"awk '$2 ~ \"^{image_root}/\" {{print $2}}' /proc/mounts | sort -r | "
+            f"xargs -r umount -l 2>/dev/null; rm -rf {image_root}/* 2>/dev/null; true")
+
+
 def rdma_setup(tb, crx, ranges, key, key_path, verbose=False):
     """Every guest k of tb: /etc/crx/config.yaml naming rxe0 on eth0 with
     the QPN, MR and AH index range ranges[k] (disjoint per guest, so that

@@ -14,7 +14,8 @@ import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
 from vmtest import (VmTestCase, boot_shared, main, report_line, wait_for_count,  # noqa: E402
-                    wait_listening, wait_until, warm_for_migration)
+                    remove_every_container_cmd, wait_listening, wait_until,
+                    warm_for_migration)
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 BUILD = os.environ.get("CRX_BUILD_DIR", os.path.join(ROOT, "build"))
@@ -140,9 +141,9 @@ class Base(VmTestCase):
         for k in range(self.tb.n):
             self.tb.run(k, "pkill -9 -f 'crx [r]eceive|crx [m]igrate|[t]amper_relay'; "
                            "pkill -9 -x criu; "
-                           f"for c in $({CRX} list -q); do {CRX} delete -f $c; done; "
-                           "rm -rf /tmp/bundle* /tmp/img* /tmp/key /tmp/tls /tmp/*.log "
-                           "/run/crx-migrate/*; tc qdisc del dev eth0 root 2>/dev/null; "
+                           f"{remove_every_container_cmd(CRX)}; "
+                           "rm -rf /tmp/bundle* /tmp/img* /tmp/key /tmp/tls /tmp/*.log; "
+                           "tc qdisc del dev eth0 root 2>/dev/null; "
                            "ip link set eth0 up; ip netns del ctr 2>/dev/null; true",
                         timeout=120)
         out = os.path.join(self.tb.scratch, "out")

@@ -27,7 +27,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "containerd"))
 import containerd_test as ct  # noqa: E402
 
-PREFIX = "soak-"
+# This run's containers only: another run's leftovers (a host_cycles run
+# killed half way leaves soak-<its pid>-<n> cgroups) are not this test's.
+PREFIX = f"soak-ctr{os.getpid()}-"
 
 
 def soak_size():

@@ -15,6 +15,7 @@
 
 #include "checkpoint/restore_guard.hpp"
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "common/log.hpp"
 #include "container/hooks_runner.hpp"
 #include "cgroup/cgroup.hpp"
@@ -241,8 +242,15 @@ std::vector<nlohmann::json> list_containers(const GlobalOptions& g) {
   for (const auto& id : state::list_ids(g.root)) {
     try {
       out.push_back(container_state(g, id));
-    } catch (const std::exception&) {
-      // half-created or being deleted: skip as runc does
+    } catch (const Error& e) {
+      // Deleted meanwhile: gone, nothing to say. Otherwise skipped with a
+      // warning, as runc's "load container ...": a state dir without
+      // state.json (a create or a receiver's restore that died half way)
+      // still blocks its id, and the warning says how to remove it.
+      if (e.cause() == Cause::NotFound && !path_exists(g.root + "/" + id)) continue;
+      log::warn("list: skipping " + id + ": " + e.what());
+    } catch (const std::exception& e) {
+      log::warn("list: skipping " + id + ": " + e.what());
     }
   }
   return out;

@@ -194,6 +194,12 @@ std::vector<std::string> cgroup_dirs_named(const std::string& id) {
   return cgroup_dirs_where([&](const std::string& name) { return name == id; });
 }
 
+nlohmann::json state_of(const std::string& id) {
+  auto r = run_crx({"state", id});
+  EXPECT_EQ(r.status, 0) << r.err;
+  return nlohmann::json::parse(r.out.empty() ? "{}" : r.out);
+}
+
 void expect_nothing_left(const std::string& id) {
   EXPECT_FALSE(std::filesystem::exists(state_root() + "/" + id)) << "state dir left for " << id;
   EXPECT_TRUE(cgroup_dirs_named(id).empty()) << "cgroup left for " << id;

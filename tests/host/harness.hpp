@@ -57,6 +57,8 @@ std::vector<std::string> cgroup_dirs_named(const std::string& id);
 std::vector<std::string> cgroup_dirs_where(const std::function<bool(const std::string&)>& wanted);
 std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
+// `crx state id` parsed (a failure is a test failure).
+nlohmann::json state_of(const std::string& id);
 std::string temp_dir(const std::string& stem);
 // True when pid no longer runs (gone, or a zombie not yet reaped).
 bool process_gone(pid_t pid);

@@ -16,7 +16,7 @@ struct Cli {
   std::string log_path;
   std::string log_format = "text";
   bool debug = false;
-  std::string criu_path;  // --criu, --rootless: accepted for runc compatibility
+  std::string criu_path;  // --criu: the migration commands run this criu (use_criu_binary)
   std::string rootless;
   // Set by the chosen subcommand's callback; returns the exit status.
   std::function<int()> action;

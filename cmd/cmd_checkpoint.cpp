@@ -27,6 +27,7 @@ void register_checkpoint(Cli& cli) {
   add_criu_flags(sub, *f);
   sub->callback([&cli, id, r, f] {
     cli.action = [&cli, id, r, f] {
+      use_criu_binary(cli);
       r->flags = f->to_flags();
       checkpoint::checkpoint_container(cli.global, *id, *r);
       return 0;

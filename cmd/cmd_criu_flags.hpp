@@ -4,9 +4,15 @@
 #include <vector>
 
 #include "checkpoint/container_checkpoint.hpp"
+#include "checkpoint/criu_rpc.hpp"
 #include "cli.hpp"
 
 namespace crx::cmd {
+
+// runc's global --criu PATH: every criu the command runs is that one.
+inline void use_criu_binary(const Cli& cli) {
+  if (!cli.criu_path.empty()) checkpoint::set_criu_binary(cli.criu_path);
+}
 
 struct CriuFlagArgs {
   bool tcp_established = false, ext_unix_sk = false, shell_job = false, file_locks = false;

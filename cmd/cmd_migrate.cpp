@@ -75,6 +75,7 @@ void register_migrate(Cli& cli) {
   add_criu_flags(sub, a->criu, false);
   sub->callback([&cli, a] {
     cli.action = [&cli, a] {
+      use_criu_binary(cli);
       auto cfg = a->load();
       if (!a->pre_copy.empty()) migrate::apply_pre_copy_arg(cfg.pre_copy, a->pre_copy);
       // Post-copy needs no round before the freeze; the config's default

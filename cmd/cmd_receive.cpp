@@ -57,6 +57,7 @@ void register_receive(Cli& cli) {
   a->add_wire_and_format_flags(sub);
   sub->callback([&cli, a] {
     cli.action = [&cli, a] {
+      use_criu_binary(cli);
       auto cfg = a->load();
       if (!a->listen.empty()) cfg.listen = a->listen;
       const auto auth = MigrateConfigArgs::auth(cfg);

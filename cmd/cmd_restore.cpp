@@ -33,6 +33,7 @@ void register_restore(Cli& cli) {
   add_criu_flags(sub, *f);
   sub->callback([&cli, id, r, f] {
     cli.action = [&cli, id, r, f] {
+      use_criu_binary(cli);
       r->flags = f->to_flags();
       r->as_child = !r->detach;
       if (!r->detach && !r->no_subreaper) ::prctl(PR_SET_CHILD_SUBREAPER, 1);

@@ -47,7 +47,7 @@ const GlobalFlag kGlobalFlags[] = {
     {Kind::Flag, "--debug", "debug logging", nullptr, [](Cli& c) { return &c.debug; }},
     {Kind::Flag, "--systemd-cgroup", "use systemd cgroups (slice:prefix:name)", nullptr,
      [](Cli& c) { return &c.global.systemd_cgroup; }},
-    {Kind::Option, "--criu", "path to criu (accepted for runc compatibility)",
+    {Kind::Option, "--criu", "path to the criu binary (default: criu from PATH)",
      [](Cli& c) { return &c.criu_path; }},
     {Kind::Option, "--rootless", "accepted for runc compatibility",
      [](Cli& c) { return &c.rootless; }},

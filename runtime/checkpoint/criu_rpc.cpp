@@ -395,6 +395,7 @@ RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& chi
 }  // namespace
 
 void set_criu_binary(std::string path) { g_criu_binary = std::move(path); }
+const std::string& criu_binary() { return g_criu_binary; }
 
 CriuVersion criu_version() {
   CriuReq req = CRIU_REQ__INIT;

@@ -48,6 +48,9 @@ struct DumpStats {
 // The path of the criu binary ("criu" = search PATH). Tests and the VM
 // harness may point it elsewhere.
 void set_criu_binary(std::string path);
+// What set_criu_binary() set: every criu this process runs (swrk, page
+// server, lazy-pages, check) is this one.
+const std::string& criu_binary();
 
 CriuVersion criu_version();
 // CRIU's CHECK request; false (never throws for a failed check).

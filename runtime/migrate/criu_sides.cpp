@@ -54,7 +54,7 @@ class CriuPageSink : public PageSink {
       channel = relay_->take_peer_end();
     }
     std::string fd = std::to_string(channel.get());
-    child_ = spawn({"criu", "page-server", "--images-dir", dir, "--ps-socket", fd, "--log-file",
+    child_ = spawn({checkpoint::criu_binary(), "page-server", "--images-dir", dir, "--ps-socket", fd, "--log-file",
                     dir + ".page-server.log", "-v4"},
                    {.keep_fds = {channel.get()}, .quiet = true});
     // criu holds it now; our copy closes here
@@ -285,7 +285,7 @@ Acceptance CriuDestination::accept(const Manifest& m) {
     // source froze.
     int status = -1;
     try {
-      status = spawn({"criu", "check", "--feature", "uffd-noncoop"}, {.quiet = true}).wait();
+      status = spawn({checkpoint::criu_binary(), "check", "--feature", "uffd-noncoop"}, {.quiet = true}).wait();
     } catch (const std::exception&) {
     }
     if (status != 0)

@@ -94,7 +94,7 @@ CriuLazyPages::CriuLazyPages(const std::string& images_dir, const std::string& w
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC) != 0) throw_errno("pipe for criu lazy-pages' status");
   UniqueFd status_r(sp[0]), status_w(sp[1]);
-  child_ = spawn({"criu", "lazy-pages", "--images-dir", images_dir, "--work-dir", work_dir,
+  child_ = spawn({checkpoint::criu_binary(), "lazy-pages", "--images-dir", images_dir, "--work-dir", work_dir,
                   "--page-server", "--ps-socket", std::to_string(channel.get()), "--status-fd",
                   std::to_string(status_w.get()), "--log-file", kLogName, "-v4"},
                  {.keep_fds = {channel.get(), status_w.get()}, .quiet = true});

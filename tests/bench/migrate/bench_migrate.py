@@ -171,16 +171,20 @@ def link_bandwidth(tb, mib=64, tool="sendfile"):
 UNPREPARED_CONFIG = "/tmp/unprepared.yaml"
 
 
-def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True):
+def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=False):
     set_size(tb, mib, cid)
     before = start_memhog(tb, tb.scratch, cid,
                           f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
     config = "" if prepared else f"--config {UNPREPARED_CONFIG} "
-    h = tb.spawn(1, f"{crx} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once {config}"
+    # TLS by default; clear text on both ends for the "plaintext" way (what
+    # the cipher costs under TCG: the runc way's copy is clear text). The
+    # shared key authenticates the peers either way.
+    security = "--key /tmp/key" + (" --insecure-plaintext" if plaintext else "")
+    h = tb.spawn(1, f"{crx} receive --listen 0.0.0.0:{PORT} {security} --once {config}"
                     f"--image-dir /run/crx-migrate --format json")
     wait_listening(tb, 1, PORT)
     t = time.monotonic()
-    out = sh(tb, 0, f"{crx} migrate {cid} --to {tb.ip(1)}:{PORT} --key /tmp/key "
+    out = sh(tb, 0, f"{crx} migrate {cid} --to {tb.ip(1)}:{PORT} {security} "
                     f"--pre-copy {pre_copy} {flags} --format json")
     total = time.monotonic() - t
     recv = wait_ok(tb, h, "crx receive")
@@ -269,6 +273,25 @@ def print_prepared_table(runs, sizes):
     print()
 
 
+def print_plaintext_table(runs, sizes):
+    """crx (TLS, pages in kernel TLS) against crx in clear text: what the
+    cipher costs, medians."""
+    med = statistics.median
+    print("| memory | downtime TLS | downtime clear | total TLS | total clear | "
+          "pre-copy 1 TLS | pre-copy 1 clear |")
+    print("|---|---|---|---|---|---|---|")
+    for mib in sizes:
+        tls, clear = runs["crx"].get(mib), runs["plaintext"].get(mib)
+        if not tls or not clear:
+            continue
+        cols = []
+        for key in ("downtime", "total"):
+            cols += [med(r[key] for r in tls), med(r[key] for r in clear)]
+        cols += [med(phase_seconds(r["report"], "pre-copy 1") for r in rs) for rs in (tls, clear)]
+        print(f"| {mib} MiB | " + " | ".join(f"{c:.2f} s" for c in cols) + " |")
+    print()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="16,64,256")
@@ -283,15 +306,25 @@ def main():
                     help="leave out crx migrate --lazy (post-copy), interleaved by default")
     ap.add_argument("--ways", default=None,
                     help="comma-separated ways to interleave (crx, runc, lazy, unprepared: crx "
-                         "with migration.prepare_restore false on the receiver); default "
-                         "crx,runc,lazy (crx,runc with --no-lazy)")
+                         "with migration.prepare_restore false on the receiver, plaintext: crx "
+                         "with --insecure-plaintext on both ends); default crx,runc,lazy "
+                         "(crx,runc with --no-lazy)")
     ap.add_argument("--bandwidth-only", action="store_true",
                     help="only measure the link (sendfile) and the runc way's copy tool")
+    ap.add_argument("--plot", help="write a plot (PNG) of downtime and total per size and way")
+    ap.add_argument("--from-json", help="measure nothing: report (and --plot) a run that "
+                                        "--json saved")
     a = ap.parse_args()
+    if a.from_json:
+        runs = load_runs(a.from_json)
+        report(runs)
+        if a.plot:
+            plot(runs, a.plot)
+        return
     crx = os.path.join(a.build, "crx")
     sizes = [int(x) for x in a.sizes.split(",")]
     runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {},
-            "lazy": {}, "unprepared": {}, "baseline": [], "floor": []}
+            "lazy": {}, "unprepared": {}, "plaintext": {}, "baseline": [], "floor": []}
     # crx --lazy (post-copy): no pre-copy round, the memory after the resume.
     ways = ("crx", "runc") if a.no_lazy else ("crx", "runc", "lazy")
     if a.ways:
@@ -343,9 +376,9 @@ def main():
                         detail = (f"[{phases(r['report'])}] lazy {lz.get('seconds', 0):.2f} s: "
                                   f"{lz.get('on_demand_pages', 0)} pages on demand, "
                                   f"{lz.get('pushed_pages', 0)} pushed")
-                    elif way in ("crx", "unprepared"):
+                    elif way in ("crx", "unprepared", "plaintext"):
                         r = crx_way(tb, crx, mib, cid, a.pre_copy, a.crx_flags,
-                                    prepared=way == "crx")
+                                    prepared=way != "unprepared", plaintext=way == "plaintext")
                         detail = (f"[{phases(r['report'])}] rounds " +
                                   ", ".join(f"{x['page_bytes'] >> 10} KiB"
                                             for x in r["report"]["rounds"]) +
@@ -362,10 +395,32 @@ def main():
               flush=True)
     runs["bandwidth"] = bw
     runs["pipe_bandwidth"] = pipe
+    runs["reps"] = a.reps
     if a.json:
         with open(a.json, "w") as f:
             json.dump(runs, f, indent=1)
+    report(runs)
+    if a.plot:
+        plot(runs, a.plot)
 
+
+WAYS = ("crx", "unprepared", "plaintext", "lazy", "runc")
+
+
+def load_runs(path):
+    """A run --json saved (sizes became strings as JSON keys)."""
+    with open(path) as f:
+        runs = json.load(f)
+    for way in WAYS:
+        runs[way] = {int(k): v for k, v in runs.get(way, {}).items()}
+    runs.setdefault("reps", max((len(v) for way in WAYS for v in runs[way].values()), default=0))
+    return runs
+
+
+def report(runs):
+    """The tables of a run (medians; only the ratios mean something under
+    TCG)."""
+    sizes, bw, pipe = runs["sizes"], runs["bandwidth"], runs["pipe_bandwidth"]
     link = statistics.mean(bw)
     med = statistics.median
     fixed = med(r["total"] for r in runs["baseline"])
@@ -373,9 +428,12 @@ def main():
           f"(before {bw[0] / 1e6:.1f}, after {bw[1] / 1e6:.1f}; the runc way's copy tool "
           f"{statistics.mean(pipe) / 1e6:.1f}); CRIU's fixed cost "
           f"(crx total for a {BASELINE_MIB} MiB container): {fixed:.2f} s; "
-          f"medians of {a.reps} runs, crx with --pre-copy {a.pre_copy} {a.crx_flags}\n")
+          f"medians of {runs['reps']} runs, crx with --pre-copy {runs['pre_copy']} "
+          f"{runs['crx_flags']}\n")
     if runs["unprepared"]:
         print_prepared_table(runs, sizes)
+    if runs["plaintext"]:
+        print_plaintext_table(runs, sizes)
     floor = med(r["downtime"] for r in runs["floor"])
     print(f"bare CRIU floor (dump + restore of a sleep, medians): {floor:.2f} s "
           f"(dump {med(r['dump'] for r in runs['floor']):.2f} s, restore "
@@ -408,13 +466,53 @@ def main():
         print(f"| {mib} MiB | {cd:.2f} s | {rd:.2f} s | {cd / rd:.2f} | {ct:.2f} s | "
               f"{rt:.2f} s | {ct / rt:.2f} | {limit:.2f} s | {ct / (1.3 * limit + fixed):.2f} |")
     if lazy_rows:
-        print(f"\ncrx --lazy (post-copy) against crx with --pre-copy {a.pre_copy}; the last "
+        print(f"\ncrx --lazy (post-copy) against crx with --pre-copy {runs['pre_copy']}; the last "
               f"column: its downtime over its own at {sizes[0]} MiB\n")
         print("| memory | lazy downtime | lazy total | downtime / pre-copy's | total / pre-copy's | "
               f"downtime / at {sizes[0]} MiB |")
         print("|---|---|---|---|---|---|")
         for row in lazy_rows:
             print(row)
+
+
+
+def plot(runs, path):
+    """Downtime (left) and total (right) against memory for every way that
+    ran, medians with the spread of the repetitions as error bars, the
+    bare-CRIU floor as a line."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker  # noqa: F401 (matplotlib.ticker below)
+    names = {"crx": "crx (prepared restore)", "unprepared": "crx (restore not prepared)",
+             "plaintext": "crx, clear text (--insecure-plaintext)",
+             "lazy": "crx --lazy (post-copy)", "runc": "runc way"}
+    fig, axes = plt.subplots(1, 2, figsize=(12, 5))
+    for ax, key, title in ((axes[0], "downtime", "downtime"), (axes[1], "total", "total")):
+        for way in WAYS:
+            sizes = sorted(runs[way])
+            if not sizes:
+                continue
+            vals = [[r[key] for r in runs[way][m]] for m in sizes]
+            med = [statistics.median(v) for v in vals]
+            err = [[m - min(v) for m, v in zip(med, vals)], [max(v) - m for m, v in zip(med, vals)]]
+            ax.errorbar(sizes, med, yerr=err, fmt="o-", capsize=3, label=names[way])
+        if key == "downtime" and runs.get("floor"):
+            floor = statistics.median(r["downtime"] for r in runs["floor"])
+            ax.axhline(floor, ls=":", color="grey", label="bare CRIU dump + restore (floor)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(runs["sizes"], [str(m) for m in runs["sizes"]])
+        ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.set_xlabel("container memory, MiB")
+        ax.set_ylabel("seconds (log)")
+        ax.set_title(f"{title}, medians of {runs['reps']} runs (bars: min-max)")
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=8)
+    fig.suptitle("Live migration between two TCG guests: crx vs the runc way")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    print(f"plot: {path}")
 
 
 if __name__ == "__main__":

@@ -7,42 +7,45 @@
 namespace crx::test {
 namespace {
 
-// A stand-in criu that records how it was called and fails.
-std::string recording_criu(const std::string& dir) {
-  std::string path = dir + "/my-criu";
-  write_text(path, "#!/bin/sh\necho \"$@\" >> " + dir + "/calls\nexit 3\n");
-  ::chmod(path.c_str(), 0755);
-  return path;
+// A running container checkpointed with a criu that cannot dump it: the
+// command fails and leaves the container as it was.
+class CriuBinary : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CRX_REQUIRE_ROOT();
+    ASSERT_EQ(run_crx({"run", "-d", "--bundle", bundle_.dir(), id_}).status, 0);
+    started_ = true;
+  }
+  void TearDown() override {
+    if (!started_) return;
+    force_delete(id_);
+    expect_nothing_left(id_);
+  }
+  Result checkpoint_with(const std::string& criu) {
+    auto r = run_crx({"--criu", criu, "checkpoint", "--image-path", dir_ + "/img", id_});
+    EXPECT_NE(r.status, 0);
+    EXPECT_EQ(state_of(id_)["status"], "running") << r.err;
+    return r;
+  }
+
+  Bundle bundle_{{"sleep", "1000"}};
+  std::string id_ = unique_id();
+  std::string dir_ = temp_dir("criu-binary");
+  bool started_ = false;
+};
+
+TEST_F(CriuBinary, CheckpointRunsTheCriuNamedByTheGlobalFlag) {
+  // A stand-in criu that records how it was called and fails.
+  std::string criu = dir_ + "/my-criu";
+  write_text(criu, "#!/bin/sh\necho \"$@\" >> " + dir_ + "/calls\nexit 3\n");
+  ::chmod(criu.c_str(), 0755);
+  auto r = checkpoint_with(criu);
+  EXPECT_NE(read_text(dir_ + "/calls").find("swrk"), std::string::npos) << "criu not run: " << r.err;
 }
 
-TEST(CriuBinary, CheckpointRunsTheCriuNamedByTheGlobalFlag) {
-  CRX_REQUIRE_ROOT();
-  Bundle b({"sleep", "1000"});
-  auto id = unique_id();
-  ASSERT_EQ(run_crx({"run", "-d", "--bundle", b.dir(), id}).status, 0);
-  auto dir = temp_dir("criu-binary");
-  auto criu = recording_criu(dir);
-  auto r = run_crx({"--criu", criu, "checkpoint", "--image-path", dir + "/img", id});
-  EXPECT_NE(r.status, 0);
-  EXPECT_NE(read_text(dir + "/calls").find("swrk"), std::string::npos) << "criu not run: " << r.err;
-  // The failed dump leaves the container as it was.
-  EXPECT_EQ(state_of(id)["status"], "running") << r.err;
-  force_delete(id);
-  expect_nothing_left(id);
-}
-
-TEST(CriuBinary, AMissingCriuIsNamedInTheError) {
-  CRX_REQUIRE_ROOT();
-  Bundle b({"sleep", "1000"});
-  auto id = unique_id();
-  ASSERT_EQ(run_crx({"run", "-d", "--bundle", b.dir(), id}).status, 0);
-  auto dir = temp_dir("criu-binary");
-  auto r = run_crx({"--criu", "/nonexistent/criu", "checkpoint", "--image-path", dir + "/img", id});
-  EXPECT_NE(r.status, 0);
+TEST_F(CriuBinary, AMissingCriuIsNamedInTheError) {
+  auto r = checkpoint_with("/nonexistent/criu");
   EXPECT_NE(r.err.find("/nonexistent/criu"), std::string::npos) << r.err;
-  EXPECT_EQ(state_of(id)["status"], "running") << r.err;
-  force_delete(id);
-  expect_nothing_left(id);
 }
 
 }  // namespace

@@ -34,8 +34,10 @@ def wait_for_count(counts, above, timeout=180):
 
 
 def listening(tb, k, port):
-    """Whether guest k has a TCP socket on `port` (a listener once it is up)."""
-    return tb.run(k, f"grep -q ':{port:04X} ' /proc/net/tcp")[0] == 0
+    """Whether guest k has a TCP socket listening on `port` (state 0A). Not
+    any socket on it: a killed receiver's connections stay in TIME_WAIT on
+    that port for a minute, and the next receiver would look up already."""
+    return tb.run(k, f"awk '$4 == \"0A\" && $2 ~ /:{port:04X}$/' /proc/net/tcp | grep -q .")[0] == 0
 
 
 def wait_listening(tb, k, port, what, proc=None, timeout=60):

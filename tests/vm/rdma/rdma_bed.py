@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, rdma_setup, report_line, wait_until  # noqa: E402
+from vmtest import VmTestCase, listening, rdma_setup, report_line, wait_until  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -201,8 +201,7 @@ class RdmaBedCase(VmTestCase):
     def start_receive(self, k, log):
         h = self.tb.spawn(k, f"{CRX} receive --listen 0.0.0.0:{MPORT} --key /tmp/key --once "
                              f"--image-dir /run/crx-migrate --format json 2>{log}")
-        wait_until(lambda: self.tb.run(k, f"grep -q ':{MPORT:04X} ' /proc/net/tcp")[0] == 0,
-                   60, "crx receive to listen")
+        wait_until(lambda: listening(self.tb, k, MPORT), 60, "crx receive to listen")
         return h
 
     def try_migrate(self, cid, src, dst, args=""):

@@ -23,7 +23,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import CRX, MPORT, RANGES, RdmaBedCase  # noqa: E402
-from vmtest import wait_until  # noqa: E402
+from vmtest import listening, wait_until  # noqa: E402
 
 # Kills the receiver and its criu in g2 mid-restore (how: the script's
 # header).
@@ -58,13 +58,13 @@ class RdmaFaultsTest(RdmaBedCase):
         """Spawn `crx receive` (cmd) on guest k; returns once it listens."""
         h = self.tb.spawn(k, cmd)
 
-        def listening():
-            if self.tb.run(k, f"grep -q ':{MPORT:04X} ' /proc/net/tcp")[0] == 0:
+        def up():
+            if listening(self.tb, k, MPORT):
                 return True
             if h.done.is_set():
                 self.fail(f"crx receive ended before it listened: {h.result}")
             return False
-        wait_until(listening, 60, lambda: f"crx receive to listen: {h.result}")
+        wait_until(up, 60, lambda: f"crx receive to listen: {h.result}")
         return h
 
     def set_ranges(self, k, qpn, mrn):

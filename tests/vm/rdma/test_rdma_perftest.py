@@ -54,6 +54,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import BUILD, CRX, MPORT, ROOT, RdmaBedCase  # noqa: E402
+from vmtest import listening  # noqa: E402
 import testbed  # noqa: E402  (on the path since rdma_bed)
 
 SERVICE_IP = "10.77.0.201"
@@ -110,7 +111,7 @@ class RdmaPerftestTest(RdmaBedCase):
         return sum(int(x) for x in out.split())
 
     def listening(self, k, port):
-        return self.tb.run(k, f"awk '$4 == \"0A\"' /proc/net/tcp | grep -q ':{port:04X} '")[0] == 0
+        return listening(self.tb, k, port)
 
     def wait_listening(self, k, port, why):
         deadline = time.monotonic() + 120

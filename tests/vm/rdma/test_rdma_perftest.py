@@ -110,12 +110,9 @@ class RdmaPerftestTest(RdmaBedCase):
                                   "cat sent_pkts rcvd_pkts")
         return sum(int(x) for x in out.split())
 
-    def listening(self, k, port):
-        return listening(self.tb, k, port)
-
     def wait_listening(self, k, port, why):
         deadline = time.monotonic() + 120
-        while not self.listening(k, port):
+        while not listening(self.tb, k, port):
             if time.monotonic() > deadline:
                 self.fail(f"g{k}: nothing listens on {port}: {why()}")
             time.sleep(0.5)

@@ -1,0 +1,296 @@
+#include "migrate/page_dedup.hpp"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/retry_eintr.hpp"
+
+namespace crx::migrate {
+
+namespace {
+
+// criu/page-xfer.c and criu/include/pagemap.h (3.17.1 to 4.2, unchanged).
+constexpr uint32_t kIovAdd = 1, kIovHole = 2, kIovOpen = 3, kIovOpen2 = 4, kIovParent = 5,
+                   kIovAddF = 6, kIovGet = 7;
+constexpr uint32_t kIovClose = 0x1023, kIovForceClose = 0x1024;
+constexpr uint32_t kCmdBits = 16, kCmdMask = (1u << kCmdBits) - 1;
+constexpr uint64_t kTypeMask = 0xff, kTypePid = 1;  // dst_id = id << 8 | type
+constexpr uint32_t kParent = 1u << 0, kLazy = 1u << 1, kPresent = 1u << 2;
+constexpr size_t kPage = 4096;
+
+constexpr size_t kChunkPages = 64;          // read and hashed at a time
+constexpr size_t kMaxRunPages = 256;        // a data record's pages at most
+constexpr size_t kFlushAt = 1024 * 1024;    // buffered for the network
+
+size_t header_size(PageHeaderLayout l) { return l == PageHeaderLayout::Criu3 ? 24 : 32; }
+
+// Reads exactly len bytes; false on an end of stream before the first byte
+// when at_boundary (the writer is done), Error on any other short read.
+bool read_exact(int fd, void* buf, size_t len, const char* what, bool at_boundary = false) {
+  auto* p = static_cast<char*>(buf);
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = retry_eintr([&] { return ::read(fd, p + got, len - got); });
+    if (n < 0) throw_errno(what);
+    if (n == 0) {
+      if (at_boundary && got == 0) return false;
+      throw Error(std::string(what) + ": the stream ended inside a record", Cause::IO);
+    }
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void write_all(int fd, const void* buf, size_t len, const char* what) {
+  auto* p = static_cast<const char*>(buf);
+  while (len > 0) {
+    ssize_t n = retry_eintr([&] { return ::send(fd, p, len, MSG_NOSIGNAL); });
+    if (n < 0) throw_errno(what);
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+template <typename T>
+T load(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+template <typename T>
+void store(char* p, T v) {
+  std::memcpy(p, &v, sizeof v);
+}
+
+}  // namespace
+
+PageHeaderLayout page_header_layout(unsigned major, unsigned minor) {
+  return (major > 4 || (major == 4 && minor >= 2)) ? PageHeaderLayout::Criu42
+                                                   : PageHeaderLayout::Criu3;
+}
+
+PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout)
+    : ledger_(ledger), network_(std::move(network)), layout_(layout) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+    throw_errno("socketpair for the page channel");
+  local_ = UniqueFd(sv[0]);
+  criu_ = UniqueFd(sv[1]);
+  thread_ = std::thread([this] { run(); });
+}
+
+PageDedupRelay::~PageDedupRelay() { stop(); }
+
+void PageDedupRelay::stop() {
+  stopping_ = true;
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (network_) ::shutdown(network_.get(), SHUT_RDWR);
+  }
+  ::shutdown(local_.get(), SHUT_RDWR);
+  thread_.join();
+}
+
+PageDedupStats PageDedupRelay::finish() {
+  // CRIU has returned: with our copy of its end closed, a CRIU that died
+  // before its CLOSE shows as the end of the stream.
+  criu_.reset();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!error_.empty()) throw Error(error_, Cause::IO);
+  return stats_;
+}
+
+void PageDedupRelay::run() {
+  // A peer gone while writing raises SIGPIPE in this thread otherwise.
+  sigset_t pipe_sig;
+  sigemptyset(&pipe_sig);
+  sigaddset(&pipe_sig, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe_sig, nullptr);
+  bool failed = false;
+  try {
+    relay();
+    flush();
+    // CRIU ended without closing its session: its failure is the round's.
+    if (!closed_) ledger_.abandon_round();
+  } catch (const std::exception& e) {
+    failed = true;
+    ledger_.abandon_round();
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!stopping_ && error_.empty()) error_ = std::string("page filter: ") + e.what();
+  }
+  // CRIU sees the end of its socket, and after a failure the destination
+  // sees the end of the channel at once.
+  ::shutdown(local_.get(), SHUT_RDWR);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed && network_) ::shutdown(network_.get(), SHUT_RDWR);
+  network_.reset();
+}
+
+void PageDedupRelay::relay() {
+  const size_t hsize = header_size(layout_);
+  std::vector<char> h(hsize);
+  while (!stopping_) {
+    if (!read_exact(local_.get(), h.data(), hsize, "reading CRIU's page stream", true)) return;
+    const uint32_t cmd = load<uint32_t>(h.data());
+    uint64_t nr_pages, vaddr, dst_id;
+    if (layout_ == PageHeaderLayout::Criu3) {
+      nr_pages = load<uint32_t>(h.data() + 4);
+      vaddr = load<uint64_t>(h.data() + 8);
+      dst_id = load<uint64_t>(h.data() + 16);
+    } else {
+      nr_pages = load<uint64_t>(h.data() + 8);
+      vaddr = load<uint64_t>(h.data() + 16);
+      dst_id = load<uint64_t>(h.data() + 24);
+    }
+    if (cmd == kIovClose || cmd == kIovForceClose) {
+      // CRIU given its socket (--ps-socket, as crx does) ends with
+      // FORCE_CLOSE, otherwise CLOSE; both ask the page server for its
+      // status, zero once it has written the round.
+      out_.append(h.data(), hsize);
+      if (pass_answer(4) == 0) {
+        ledger_.end_round();
+        closed_ = true;
+      }
+      return;
+    }
+    switch (cmd & kCmdMask) {
+      case kIovOpen:  // no answer; the destination's parent is unknown
+        out_.append(h.data(), hsize);
+        open_image_ = dst_id;
+        has_parent_ = false;
+        break;
+      case kIovOpen2: {
+        out_.append(h.data(), hsize);
+        flush();
+        char has_parent = 0;
+        read_exact(network_.get(), &has_parent, 1, "reading the page server's answer");
+        write_all(local_.get(), &has_parent, 1, "answering CRIU");
+        open_image_ = dst_id;
+        has_parent_ = has_parent != 0;
+        break;
+      }
+      case kIovParent:
+        out_.append(h.data(), hsize);
+        pass_answer(4);
+        break;
+      case kIovAdd:
+      case kIovHole:
+      case kIovAddF:
+        add(cmd, nr_pages, vaddr, dst_id);
+        break;
+      case kIovGet:
+      default:
+        throw Error("CRIU sent page server command " + std::to_string(cmd) +
+                        ", which a dump's page channel does not carry",
+                    Cause::Invalid);
+    }
+  }
+}
+
+void PageDedupRelay::add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id) {
+  const uint32_t op = cmd & kCmdMask;
+  const uint32_t flags = op == kIovAddF ? cmd >> kCmdBits : op == kIovAdd ? kPresent : kParent;
+  const bool task_pages = (dst_id & kTypeMask) == kTypePid;
+  if (!(flags & kPresent)) {
+    send_header(cmd, nr_pages, vaddr, dst_id);
+    if (task_pages && (flags & kParent))
+      for (uint64_t i = 0; i < nr_pages; i++) ledger_.carry(dst_id, vaddr + i * kPage);
+    return;
+  }
+  // Pages with data. Task memory is hashed into the ledger, and sent as
+  // "in parent" where the destination's round has a parent. CRIU marks
+  // every page of a VMA that could be restored lazily PE_LAZY, in plain
+  // dumps too (criu/mem.c; only a lazy restore reads the flag): such pages
+  // count as plain ones, and a changed run keeps the flags CRIU gave it.
+  // Flags beyond those, and shared memory, pass through as they came.
+  const bool record = task_pages && (flags & ~kLazy) == kPresent;
+  const bool rewrite = record && has_parent_ && dst_id == open_image_;
+  if (!rewrite) send_header(cmd, nr_pages, vaddr, dst_id);
+
+  std::vector<char> chunk(kChunkPages * kPage);
+  // The run being built (rewrite only): pages of one kind from run_start.
+  bool run_same = false;
+  uint64_t run_start = vaddr, run_pages = 0;
+  std::string run_data;
+  auto emit_run = [&] {
+    if (run_pages == 0) return;
+    if (run_same) {
+      send_header(kIovAddF | (kParent << kCmdBits), run_pages, run_start, dst_id);
+      stats_.pages_unchanged += run_pages;
+    } else {
+      send_header(kIovAddF | (flags << kCmdBits), run_pages, run_start, dst_id);
+      out_ += run_data;
+      run_data.clear();
+    }
+    run_start += run_pages * kPage;
+    run_pages = 0;
+    if (out_.size() >= kFlushAt) flush();
+  };
+
+  for (uint64_t done = 0; done < nr_pages;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkPages, nr_pages - done));
+    read_exact(local_.get(), chunk.data(), n * kPage, "reading CRIU's pages");
+    stats_.pages_in += n;
+    if (!rewrite) {
+      if (record)
+        for (size_t i = 0; i < n; i++)
+          ledger_.unchanged(dst_id, vaddr + (done + i) * kPage, hash_page(&chunk[i * kPage], kPage));
+      out_.append(chunk.data(), n * kPage);
+      if (out_.size() >= kFlushAt) flush();
+      done += n;
+      continue;
+    }
+    for (size_t i = 0; i < n; i++) {
+      const char* page = &chunk[i * kPage];
+      const bool same = ledger_.unchanged(dst_id, vaddr + (done + i) * kPage, hash_page(page, kPage));
+      if (run_pages > 0 && (same != run_same || (!same && run_pages == kMaxRunPages))) emit_run();
+      run_same = same;
+      run_pages++;
+      if (!same) run_data.append(page, kPage);
+    }
+    done += n;
+  }
+  if (rewrite) emit_run();
+}
+
+void PageDedupRelay::send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id) {
+  char h[32] = {};
+  store<uint32_t>(h, cmd);
+  if (layout_ == PageHeaderLayout::Criu3) {
+    store<uint32_t>(h + 4, static_cast<uint32_t>(nr_pages));
+    store<uint64_t>(h + 8, vaddr);
+    store<uint64_t>(h + 16, dst_id);
+  } else {
+    store<uint64_t>(h + 8, nr_pages);
+    store<uint64_t>(h + 16, vaddr);
+    store<uint64_t>(h + 24, dst_id);
+  }
+  out_.append(h, header_size(layout_));
+}
+
+int32_t PageDedupRelay::pass_answer(size_t len) {
+  flush();
+  char answer[4] = {};
+  read_exact(network_.get(), answer, len, "reading the page server's answer");
+  write_all(local_.get(), answer, len, "answering CRIU");
+  return load<int32_t>(answer);
+}
+
+void PageDedupRelay::flush() {
+  if (out_.empty()) return;
+  write_all(network_.get(), out_.data(), out_.size(), "sending pages");
+  stats_.bytes_out += out_.size();
+  out_.clear();
+}
+
+}  // namespace crx::migrate

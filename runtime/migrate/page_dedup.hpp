@@ -1,0 +1,83 @@
+// The send side's page channel through a filter that leaves out the pages
+// the destination holds already: CRIU's dump (or pre-dump) writes its page
+// server protocol into one end of a socketpair, a crx thread reads it,
+// and every page CRIU sends with data is compared (page_ledger.hpp) with
+// what earlier rounds left at the destination. Unchanged runs go on as
+// "in the parent image" records (CRIU's own PE_PARENT: no data, the
+// destination's page server checks that its parent has them, the restore
+// reads them there); changed ones as they came. Everything else of the
+// protocol passes through, and the page server's answers go back to CRIU.
+//
+// Why: a page pinned for RDMA stays soft-dirty (page_ledger.hpp), so CRIU
+// puts every registered page into every round, the frozen final round
+// included; most of them have not changed since the pre-copy round.
+//
+// The protocol is CRIU's (criu/page-xfer.c): a header per command, `u32
+// cmd` (command | flags << 16), `nr_pages`, `u64 vaddr`, `u64 dst_id`,
+// then nr_pages * 4096 bytes for data records. nr_pages is u32 up to CRIU
+// 4.1 and u64 from 4.2 (the header grows from 24 to 32 bytes), so the
+// layout follows the source's CRIU version. Answers: 1 byte after OPEN2
+// (whether the destination's round has a parent), 4 after PARENT and
+// after CLOSE or FORCE_CLOSE (the page server's status; CRIU given its
+// socket, as crx does, ends with FORCE_CLOSE).
+//
+// One owner, one thread; the destructor stops and joins it on every path.
+// The relay ends when CRIU closes its end; a failure on either side closes
+// both, so CRIU's dump fails at once and the destination sees the end.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/unique_fd.hpp"
+#include "migrate/page_ledger.hpp"
+
+namespace crx::migrate {
+
+// The page server protocol's header as a CRIU version writes it.
+enum class PageHeaderLayout { Criu3, Criu42 };
+// CRIU 3.17 -> Criu3, 4.2 and later -> Criu42.
+PageHeaderLayout page_header_layout(unsigned criu_major, unsigned criu_minor);
+
+class PageDedupRelay {
+ public:
+  // Takes the page channel (blocking, connected to a `criu page-server`).
+  // The ledger outlives the relay (one per migration, one relay per round).
+  PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout);
+  ~PageDedupRelay();
+  PageDedupRelay(const PageDedupRelay&) = delete;
+  PageDedupRelay& operator=(const PageDedupRelay&) = delete;
+
+  // The end CRIU writes to (give its number to CRIU; it stays ours).
+  int criu_end() const { return criu_.get(); }
+  // After CRIU's call returned: waits for the relay to end; throws Error
+  // if it failed. The round's figures.
+  PageDedupStats finish();
+  // Ends the relay now (both sockets shut down) and joins; idempotent.
+  void stop();
+
+ private:
+  void run();
+  void relay();
+  void add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id);
+  void send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id);
+  int32_t pass_answer(size_t len);  // the answer as CRIU's int32 (len 4)
+  void flush();
+
+  PageLedger& ledger_;
+  UniqueFd network_, local_, criu_;
+  PageHeaderLayout layout_;
+  std::string out_;          // bytes for the network, flushed before an answer
+  bool has_parent_ = false;  // of the pagemap image open now
+  uint64_t open_image_ = 0;
+  bool closed_ = false;      // the page server confirmed the round (status 0)
+  PageDedupStats stats_;
+  std::atomic<bool> stopping_{false};
+  std::mutex mutex_;
+  std::string error_;
+  std::thread thread_;
+};
+
+}  // namespace crx::migrate

@@ -1,0 +1,70 @@
+// What the destination's chain of page images holds, page by page: a hash
+// of the content every page of every task had when it last crossed the
+// page channel. The sender's page filter (page_dedup.hpp) asks it, for
+// each page CRIU dumps again, whether the destination has that content
+// already; if so the page goes as "in the parent image" instead of its
+// 4 KiB.
+//
+// Why content and not CRIU's soft-dirty bits: the kernel never clears the
+// soft-dirty bit of a page pinned for DMA (fs/proc/task_mmu.c skips pinned
+// PTEs in clear_refs), so every page of a registered RDMA memory region is
+// dumped in every round, whether or not the CPU or the NIC wrote it; and
+// the NIC's writes would not set the bit anyway. Comparing content catches
+// both writers and needs nothing from the kernel.
+//
+// A round's ledger is built from what the round carries: pages with data
+// (their new hash), pages CRIU itself sent as "in parent" (the hash they
+// had), nothing else. A page a round does not mention at all (unmapped,
+// say) is forgotten, because the next round's parent - this round - has no
+// entry for it, and naming it "in parent" would fail the restore.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+
+namespace crx::migrate {
+
+// XXH3's 128-bit hash of a page: collisions are out of reach (2^-64 for
+// 2^32 pages), so equal hashes mean equal content.
+struct PageHash {
+  uint64_t low = 0, high = 0;
+  bool operator==(const PageHash&) const = default;
+};
+
+PageHash hash_page(const void* page, size_t size);
+
+// One round's page channel through the filter (page_dedup.hpp).
+struct PageDedupStats {
+  uint64_t pages_in = 0;         // pages CRIU sent with data
+  uint64_t pages_unchanged = 0;  // of them, sent as "in parent"
+  uint64_t bytes_out = 0;        // what went onto the network
+};
+
+class PageLedger {
+ public:
+  // image: CRIU's pagemap id on the wire (task id and type); vaddr: page.
+  // Whether the previous rounds left this content for this page at the
+  // destination. Records it for the round being built either way.
+  bool unchanged(uint64_t image, uint64_t vaddr, const PageHash& h);
+  // A page the round sends as "in parent" (CRIU's own decision): what the
+  // destination had stays what it has. Pages never seen stay unknown.
+  void carry(uint64_t image, uint64_t vaddr);
+  // The round is complete at the destination: it becomes the parent.
+  void end_round();
+  // The round failed: what it recorded is dropped (nothing it sent counts).
+  void abandon_round();
+
+  size_t known_pages() const { return prev_.size(); }
+
+ private:
+  struct Key {
+    uint64_t image, vaddr;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const noexcept;
+  };
+  using Map = std::unordered_map<Key, PageHash, KeyHash>;
+  Map prev_, next_;
+};
+
+}  // namespace crx::migrate

@@ -1,0 +1,421 @@
+// The sender's page filter between a CRIU dump and the destination's page
+// server: real sockets on both sides, CRIU's protocol written and read the
+// way criu/page-xfer.c does (3.17's 24-byte header and 4.2's 32-byte one).
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/error.hpp"
+#include "common/unique_fd.hpp"
+#include "migrate/page_dedup.hpp"
+#include "migrate/page_ledger.hpp"
+
+namespace {
+
+using crx::UniqueFd;
+using crx::migrate::PageDedupRelay;
+using crx::migrate::PageDedupStats;
+using crx::migrate::PageHeaderLayout;
+using crx::migrate::PageLedger;
+
+constexpr uint32_t kOpen2 = 4, kParentQuery = 5, kAddF = 6, kClose = 0x1023, kForceClose = 0x1024;
+constexpr uint32_t kParent = 1, kLazy = 2, kPresent = 4;
+constexpr uint64_t kTask = 7 << 8 | 1;   // pagemap of task 7
+constexpr uint64_t kShmem = 9 << 8 | 2;  // a shared memory segment's pagemap
+constexpr uint64_t kBase = 0x7f0000000000;
+constexpr size_t kPage = 4096;
+
+std::string page(char fill) { return std::string(kPage, fill); }
+
+struct Record {
+  uint32_t flags;
+  uint64_t vaddr, pages, dst;
+  std::string data;
+  bool operator==(const Record&) const = default;
+};
+
+std::ostream& operator<<(std::ostream& o, const Record& r) {
+  return o << "{flags " << r.flags << ", vaddr +" << (r.vaddr - kBase) / kPage << ", pages "
+           << r.pages << ", dst " << r.dst << ", data " << r.data.size() / kPage << " pages}";
+}
+
+size_t header_size(PageHeaderLayout l) { return l == PageHeaderLayout::Criu3 ? 24 : 32; }
+
+std::string header(PageHeaderLayout l, uint32_t cmd, uint64_t pages, uint64_t vaddr, uint64_t dst) {
+  std::string h(header_size(l), '\0');
+  std::memcpy(h.data(), &cmd, 4);
+  if (l == PageHeaderLayout::Criu3) {
+    uint32_t n = static_cast<uint32_t>(pages);
+    std::memcpy(h.data() + 4, &n, 4);
+    std::memcpy(h.data() + 8, &vaddr, 8);
+    std::memcpy(h.data() + 16, &dst, 8);
+  } else {
+    std::memcpy(h.data() + 8, &pages, 8);
+    std::memcpy(h.data() + 16, &vaddr, 8);
+    std::memcpy(h.data() + 24, &dst, 8);
+  }
+  return h;
+}
+
+void write_all(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) throw crx::Error("test: write failed");
+    off += static_cast<size_t>(n);
+  }
+}
+
+bool read_all(int fd, char* buf, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = ::read(fd, buf + got, len - got);
+    if (n <= 0) return false;
+    got += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// The destination's `criu page-server`, as far as the filter can tell:
+// answers OPEN2 (has_parent), PARENT and CLOSE, keeps every ADD_F.
+struct FakePageServer {
+  PageHeaderLayout layout;
+  bool has_parent;
+  int fail_after_records = -1;  // closes the channel after that many
+  int32_t status_at_close = 0;
+  std::vector<Record> records;
+  bool closed = false;
+  std::thread t;
+
+  void start(UniqueFd fd) {
+    t = std::thread([this, fd = std::move(fd)] {
+      const size_t hs = header_size(layout);
+      std::vector<char> h(hs);
+      while (read_all(fd.get(), h.data(), hs)) {
+        uint32_t cmd;
+        uint64_t pages = 0, vaddr, dst;
+        std::memcpy(&cmd, h.data(), 4);
+        if (layout == PageHeaderLayout::Criu3) {
+          uint32_t n;
+          std::memcpy(&n, h.data() + 4, 4);
+          pages = n;
+          std::memcpy(&vaddr, h.data() + 8, 8);
+          std::memcpy(&dst, h.data() + 16, 8);
+        } else {
+          std::memcpy(&pages, h.data() + 8, 8);
+          std::memcpy(&vaddr, h.data() + 16, 8);
+          std::memcpy(&dst, h.data() + 24, 8);
+        }
+        if (cmd == kClose || cmd == kForceClose) {
+          int32_t status = status_at_close;
+          write_all(fd.get(), std::string(reinterpret_cast<char*>(&status), 4));
+          closed = true;
+          return;
+        }
+        if ((cmd & 0xffff) == kOpen2) {
+          write_all(fd.get(), std::string(1, has_parent ? 1 : 0));
+          continue;
+        }
+        if ((cmd & 0xffff) == kParentQuery) {
+          int32_t yes = 1;
+          write_all(fd.get(), std::string(reinterpret_cast<char*>(&yes), 4));
+          continue;
+        }
+        Record r{cmd >> 16, vaddr, pages, dst, {}};
+        if (r.flags & kPresent) {
+          r.data.resize(pages * kPage);
+          if (!read_all(fd.get(), r.data.data(), r.data.size())) return;
+        }
+        records.push_back(std::move(r));
+        if (fail_after_records >= 0 && static_cast<int>(records.size()) >= fail_after_records) {
+          ::shutdown(fd.get(), SHUT_RDWR);
+          return;
+        }
+      }
+    });
+  }
+  void join() {
+    if (t.joinable()) t.join();
+  }
+};
+
+// One round: CRIU's side writes `criu_stream` (answers read where CRIU
+// reads them), the filter relays it to a FakePageServer.
+struct Round {
+  std::vector<Record> at_destination;
+  PageDedupStats stats;
+  bool closed = false;
+};
+
+struct CriuWrites {
+  PageHeaderLayout layout = PageHeaderLayout::Criu3;
+  std::string bytes;
+  // Where CRIU waits for an answer: after OPEN2 (1 byte), CLOSE (4).
+  std::vector<std::pair<size_t, size_t>> answers;  // (offset in bytes, answer size)
+
+  CriuWrites& open2(uint64_t dst) {
+    bytes += header(layout, kOpen2, 0, 0, dst);
+    answers.push_back({bytes.size(), 1});
+    return *this;
+  }
+  CriuWrites& parent_query(uint64_t dst) {
+    bytes += header(layout, kParentQuery, 0, 0, dst);
+    answers.push_back({bytes.size(), 4});
+    return *this;
+  }
+  CriuWrites& add(uint32_t flags, uint64_t first_page, const std::string& data, uint64_t dst = kTask,
+                  uint64_t pages = 0) {
+    if (pages == 0) pages = data.size() / kPage;
+    bytes += header(layout, kAddF | flags << 16, pages, kBase + first_page * kPage, dst);
+    bytes += data;
+    return *this;
+  }
+  // CRIU given its socket (--ps-socket, as crx runs it) ends with
+  // FORCE_CLOSE; one that connected itself, with CLOSE.
+  CriuWrites& close(bool force = true) {
+    bytes += header(layout, force ? kForceClose : kClose, 0, 0, 0);
+    answers.push_back({bytes.size(), 4});
+    return *this;
+  }
+};
+
+Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
+                int server_fails_after = -1, int32_t status_at_close = 0) {
+  int net[2];
+  EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
+  FakePageServer server{w.layout, has_parent, server_fails_after, status_at_close};
+  server.start(UniqueFd(net[1]));
+  Round r;
+  {
+    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout);
+    // CRIU: writes its stream, reading each answer where it waits for one.
+    std::thread criu([&, fd = relay.criu_end()] {
+      size_t off = 0;
+      try {
+        for (auto [at, len] : w.answers) {
+          write_all(fd, w.bytes.substr(off, at - off));
+          std::string answer(len, '\0');
+          if (!read_all(fd, answer.data(), len)) return;
+          off = at;
+        }
+        write_all(fd, w.bytes.substr(off));
+      } catch (const crx::Error&) {
+        // the filter failed and closed CRIU's end: CRIU's dump fails
+      }
+    });
+    criu.join();
+    try {
+      r.stats = relay.finish();
+    } catch (...) {
+      relay.stop();
+      server.join();
+      throw;
+    }
+  }
+  server.join();
+  r.at_destination = server.records;
+  r.closed = server.closed;
+  return r;
+}
+
+Record present(uint64_t first_page, const std::string& data, uint64_t dst = kTask) {
+  return {kPresent, kBase + first_page * kPage, data.size() / kPage, dst, data};
+}
+Record in_parent(uint64_t first_page, uint64_t pages, uint64_t dst = kTask) {
+  return {kParent, kBase + first_page * kPage, pages, dst, {}};
+}
+
+class PageDedupTest : public ::testing::TestWithParam<PageHeaderLayout> {
+ protected:
+  CriuWrites criu() {
+    CriuWrites w;
+    w.layout = GetParam();
+    return w;
+  }
+  PageLedger ledger;
+};
+
+TEST_P(PageDedupTest, FirstRoundGoesAsItCame) {
+  std::string data = page('a') + page('b') + page('c');
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, data).close(), false);
+  EXPECT_TRUE(r.closed);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, data)});
+  EXPECT_EQ(r.stats.pages_in, 3u);
+  EXPECT_EQ(r.stats.pages_unchanged, 0u);
+  EXPECT_EQ(ledger.known_pages(), 3u);
+}
+
+TEST_P(PageDedupTest, UnchangedPagesGoAsInParentChangedOnesWithData) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b') + page('c') + page('d')).close(),
+            false);
+  // Round 2: CRIU dumps all four again (pinned pages stay soft-dirty); only
+  // the second changed.
+  auto r = run_round(
+      ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('B') + page('c') + page('d')).close(),
+      true);
+  EXPECT_EQ(r.at_destination,
+            (std::vector<Record>{in_parent(0, 1), present(1, page('B')), in_parent(2, 2)}));
+  EXPECT_EQ(r.stats.pages_in, 4u);
+  EXPECT_EQ(r.stats.pages_unchanged, 3u);
+  // What went on the wire: three headers and one page.
+  EXPECT_EQ(r.stats.bytes_out, 2 * header_size(GetParam()) + 3 * header_size(GetParam()) + kPage);
+}
+
+TEST_P(PageDedupTest, ComparesWithTheLatestContentThroughCriusOwnHoles) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b')).close(), false);
+  // Round 2: CRIU itself says page 0 is in the parent; page 1 changed.
+  run_round(ledger, criu().open2(kTask).add(kParent, 0, "", kTask, 1).add(kPresent, 1, page('x')).close(),
+            true);
+  // Round 3: both dumped again. Page 0 is still 'a' (carried through
+  // round 2's hole), page 1 is 'x' (round 2's data), so neither goes.
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('x')).close(), true);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{in_parent(0, 2)});
+  // Round 4: page 1 back to 'b' is a change against the destination.
+  r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b')).close(), true);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(1, page('b'))}));
+}
+
+TEST_P(PageDedupTest, APageARoundDidNotMentionIsSentWithData) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b')).close(), false);
+  // Round 2 mentions only page 0 (page 1 unmapped meanwhile): the
+  // destination's round 2 has no entry for page 1.
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b')).close(), true);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(1, page('b'))}));
+}
+
+TEST_P(PageDedupTest, WithoutAParentAtTheDestinationNothingIsLeftOut) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
+}
+
+TEST_P(PageDedupTest, SharedMemoryPassesThrough) {
+  auto first = criu().open2(kTask).add(kPresent, 0, page('a')).open2(kShmem).add(kPresent, 0, page('s'), kShmem);
+  run_round(ledger, first.close(), false);
+  auto r = run_round(ledger,
+                     criu()
+                         .open2(kTask)
+                         .add(kPresent, 0, page('a'))
+                         .open2(kShmem)
+                         .add(kPresent, 0, page('s'), kShmem)
+                         .parent_query(kTask)
+                         .close(),
+                     true);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(0, page('s'), kShmem)}));
+  EXPECT_EQ(r.stats.pages_unchanged, 1u);
+}
+
+TEST_P(PageDedupTest, LazyMarkedPagesOfAPlainDumpAreFilteredAndKeepTheirFlags) {
+  // CRIU 3.17 marks anonymous private memory PE_LAZY | PE_PRESENT in every
+  // dump (criu/mem.c sets PPB_LAZY whether or not --lazy-pages is on).
+  const uint32_t lazy = kPresent | kLazy;
+  run_round(ledger, criu().open2(kTask).add(lazy, 0, page('a') + page('b')).close(), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(lazy, 0, page('a') + page('B')).close(), true);
+  EXPECT_EQ(r.at_destination,
+            (std::vector<Record>{in_parent(0, 1), {lazy, kBase + kPage, 1, kTask, page('B')}}));
+}
+
+TEST_P(PageDedupTest, OtherFlagsPassThrough) {
+  // Not a combination CRIU sends today: whatever it may mean, untouched.
+  const uint32_t odd = kPresent | kParent;
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(odd, 0, page('a')).close(), true);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{{odd, kBase, 1, kTask, page('a')}}));
+}
+
+TEST_P(PageDedupTest, ChangedRunsAreSplitIntoBoundedRecords) {
+  std::string old_data, new_data;
+  for (int i = 0; i < 600; i++) {
+    old_data += page(static_cast<char>('a' + i % 20));
+    new_data += page(static_cast<char>('A' + i % 20));
+  }
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, old_data).close(), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, new_data).close(), true);
+  ASSERT_EQ(r.at_destination.size(), 3u);  // 256 + 256 + 88 pages
+  EXPECT_EQ(r.at_destination[0], present(0, new_data.substr(0, 256 * kPage)));
+  EXPECT_EQ(r.at_destination[1], present(256, new_data.substr(256 * kPage, 256 * kPage)));
+  EXPECT_EQ(r.at_destination[2], present(512, new_data.substr(512 * kPage)));
+}
+
+TEST_P(PageDedupTest, ARoundCriuDidNotCloseTeachesNothing) {
+  // CRIU dies after its pages, before CLOSE: the destination's round is
+  // incomplete, so the next round must not lean on it.
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')), false);
+  EXPECT_FALSE(r.closed);
+  EXPECT_EQ(ledger.known_pages(), 0u);
+  r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
+}
+
+TEST_P(PageDedupTest, APlainCloseEndsTheRoundToo) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(false), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(false), true);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{in_parent(0, 1)});
+}
+
+TEST_P(PageDedupTest, ARoundThePageServerFailedTeachesNothing) {
+  // The page server answers the close with an error: its round is not
+  // whole, whatever CRIU makes of that.
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false, -1, -1);
+  EXPECT_EQ(ledger.known_pages(), 0u);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
+}
+
+TEST_P(PageDedupTest, ADestinationThatGoesAwayFailsTheRound) {
+  std::string data;
+  for (int i = 0; i < 600; i++) data += page('z');
+  // The page server takes the first record and hangs up: the filter fails,
+  // CRIU's end is closed (its dump fails), and the round teaches nothing.
+  EXPECT_THROW(
+      {
+        try {
+          run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).add(kPresent, 1, data).close(),
+                    false, 1);
+        } catch (const crx::Error& e) {
+          EXPECT_EQ(e.cause(), crx::Cause::IO);
+          EXPECT_NE(std::string(e.what()).find("page filter:"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      crx::Error);
+  EXPECT_EQ(ledger.known_pages(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(BothHeaderLayouts, PageDedupTest,
+                         ::testing::Values(PageHeaderLayout::Criu3, PageHeaderLayout::Criu42),
+                         [](const auto& info) {
+                           return info.param == PageHeaderLayout::Criu3 ? std::string("criu3")
+                                                                        : std::string("criu42");
+                         });
+
+TEST(PageHeaderLayout, FollowsCriusVersion) {
+  EXPECT_EQ(crx::migrate::page_header_layout(3, 17), PageHeaderLayout::Criu3);
+  EXPECT_EQ(crx::migrate::page_header_layout(4, 1), PageHeaderLayout::Criu3);
+  EXPECT_EQ(crx::migrate::page_header_layout(4, 2), PageHeaderLayout::Criu42);
+  EXPECT_EQ(crx::migrate::page_header_layout(5, 0), PageHeaderLayout::Criu42);
+}
+
+TEST(PageLedger, EqualContentIsUnchangedOnlyAgainstTheParentRound) {
+  PageLedger l;
+  auto a = crx::migrate::hash_page(page('a').data(), kPage);
+  auto b = crx::migrate::hash_page(page('b').data(), kPage);
+  EXPECT_FALSE(a == b);
+  EXPECT_FALSE(l.unchanged(kTask, kBase, a));  // nothing known yet
+  EXPECT_FALSE(l.unchanged(kTask, kBase, a));  // not until the round ends
+  l.end_round();
+  EXPECT_TRUE(l.unchanged(kTask, kBase, a));
+  EXPECT_FALSE(l.unchanged(kTask + 256, kBase, a));  // another task's page
+  l.abandon_round();
+  l.end_round();  // an empty round: everything forgotten
+  EXPECT_FALSE(l.unchanged(kTask, kBase, a));
+}
+
+}  // namespace

@@ -36,6 +36,7 @@ struct MigrateArgs : MigrateConfigArgs {
   bool send_rootfs = false;
   bool kill_exec = false;
   bool lazy = false;
+  bool no_page_dedup = false;
   std::string on_freeze;
   CriuFlagArgs criu;
 };
@@ -59,6 +60,9 @@ void register_migrate(Cli& cli) {
                 "post-copy: resume on the destination before the memory arrives; the memory "
                 "follows on demand and in the background, the source stays frozen until it has "
                 "all, and a failure meanwhile loses the running copy (see the migrate README)");
+  sub->add_flag("--no-page-dedup", a->no_page_dedup,
+                "send every page CRIU dumps, also those the destination holds unchanged from an "
+                "earlier round (by default they are left out; for comparisons)");
   sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
@@ -132,6 +136,7 @@ void register_migrate(Cli& cli) {
       // Refuses here, before anything is frozen, when the container has
       // processes CRIU would leave behind (unless --kill-exec).
       migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
+      if (a->no_page_dedup) criu.disable_page_dedup();
       o.manifest.inventory = criu.inventory().to_json();
       migrate::VerbsSource verbs(criu, qps, a->id);
       std::optional<migrate::FreezeHookSource> hooked;

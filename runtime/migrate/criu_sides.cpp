@@ -28,6 +28,7 @@
 #include "migrate/destination_checks.hpp"
 #include "migrate/lazy_pages.hpp"
 #include "migrate/manifest.hpp"
+#include "migrate/page_dedup.hpp"
 #include "migrate/page_relay.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/tcp_hush.hpp"
@@ -186,6 +187,10 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   }
   left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
   checkpoint::check_container_unix_sockets(src_.state, src_.base.ext_unix_sk);
+  // The page server protocol's header follows CRIU's version (asked once,
+  // before anything is frozen).
+  auto v = checkpoint::criu_version();
+  page_layout_ = page_header_layout(v.major, v.minor);
 }
 
 void CriuSource::run_dump(
@@ -199,13 +204,25 @@ void CriuSource::run_dump(
   o.parent_img = parent;
   o.track_mem = true;
   o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
-  o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
   o.images_dir_fd = images.get();
   o.work_dir_fd = work.get();
   // The container is frozen for the final dump: its empty tmpfs mounts can
   // be made again at the destination instead of packed.
   if (final_dump) checkpoint::add_recreated_mounts(o, src_);
+  // CRIU writes its pages through the filter that leaves out what the
+  // destination holds already (page_dedup.hpp); the relay owns a copy of
+  // the channel, the caller keeps its own.
+  last_round_dedup_ = {};
+  std::optional<PageDedupRelay> dedup;
+  if (page_dedup_) {
+    int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) throw_errno("duplicating the page channel");
+    dedup.emplace(ledger_, UniqueFd(copy), page_layout_);
+    page_fd = dedup->criu_end();
+  }
+  o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
   criu_call(o, {});
+  if (dedup) last_round_dedup_ = dedup->finish();
 }
 
 void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {

@@ -7,6 +7,7 @@
 #include "checkpoint/container_checkpoint.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "migrate/inventory.hpp"
+#include "migrate/page_dedup.hpp"
 #include "migrate/sides.hpp"
 
 namespace crx::migrate {
@@ -37,6 +38,10 @@ class CriuSource : public SourceSide {
   bool paused() const { return src_.paused; }
   // What the final dump will carry, for the manifest (before the freeze).
   Inventory inventory() const { return take_inventory(src_); }
+  // Every page CRIU dumps goes on, even one the destination holds already
+  // unchanged (--no-page-dedup: for comparisons).
+  void disable_page_dedup() { page_dedup_ = false; }
+  PageDedupStats last_round_dedup() const override { return last_round_dedup_; }
 
  private:
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
@@ -50,6 +55,12 @@ class CriuSource : public SourceSide {
   bool kill_exec_ = false;
   checkpoint::SourceContainer src_;
   std::vector<checkpoint::OutsideProcess> left_out_;
+  // What the destination's page images hold (page_dedup.hpp), kept across
+  // this migration's rounds.
+  bool page_dedup_ = true;
+  PageHeaderLayout page_layout_ = PageHeaderLayout::Criu3;
+  PageLedger ledger_;
+  PageDedupStats last_round_dedup_;
 };
 
 class CriuDestination : public DestinationSide {

@@ -186,7 +186,10 @@ std::string MigrationReport::to_text() const {
     std::snprintf(buf, sizeof buf, "  round %d%s: memory %s, images %s, %.3f s", r.round,
                   r.final ? " (final dump)" : " (pre-copy)", human_bytes(r.page_bytes).c_str(),
                   human_bytes(r.image_bytes).c_str(), r.seconds);
-    out += buf + round_rates_text(r) + "\n";
+    out += buf + round_rates_text(r);
+    if (r.unchanged_pages > 0)
+      out += "; " + human_bytes(r.unchanged_pages * 4096) + " unchanged, not sent again";
+    out += "\n";
   }
   if (!pre_copy_stop.empty()) {
     out += "  pre-copy stopped" + (pre_copy_mode == "auto" ? std::string(" (auto)") : "") + ": " +
@@ -257,6 +260,7 @@ std::string MigrationReport::to_json() const {
                          {"page_bytes", r.page_bytes},
                          {"image_bytes", r.image_bytes},
                          {"seconds", r.seconds}};
+    if (r.unchanged_pages > 0) jr["unchanged_page_bytes"] = r.unchanged_pages * 4096;
     if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
     if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;
     if (r.dirty_rate > 0) jr["dirty_bytes_per_second"] = r.dirty_rate;

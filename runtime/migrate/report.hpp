@@ -37,6 +37,9 @@ struct RoundReport {
   // stopped after this round.
   std::optional<uint64_t> predicted_final_bytes;
   std::optional<double> predicted_downtime;
+  // Pages CRIU dumped that the destination held unchanged, so not sent
+  // (page_dedup.hpp); bytes = pages * 4096.
+  uint64_t unchanged_pages = 0;
 };
 
 // The verbs objects' part, from the files the CRIU plugin and crx leave in

@@ -282,6 +282,7 @@ class Sender {
     } else {
       src_.pre_dump(dir, start.parent, page_fd.get());
     }
+    if (!lazy) r.unchanged_pages = src_.last_round_dedup().pages_unchanged;
     double criu_s = seconds_since(c0);
     page_fd.reset();
     r.image_bytes = streamer.finish();

@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
+#include "migrate/page_ledger.hpp"
 #include "migrate/protocol.hpp"
 
 namespace crx::migrate {
@@ -65,6 +66,10 @@ class SourceSide {
   // Pure, as every call here: a wrapper side that forgot to forward it
   // would turn post-copy into a failure after the freeze.
   virtual std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) = 0;
+  // The last pre_dump's or dump's pages: how many the destination had
+  // already and were not sent again (for the report). Pure as well: a
+  // wrapper that forgot it would report every round as unfiltered.
+  virtual PageDedupStats last_round_dedup() const = 0;
 };
 
 // A running page server for one round; wait() throws when it failed.

@@ -164,6 +164,13 @@ struct FakeSource : SourceSide {
     crx::write_file(dir + "/inventory.img", "");
     return std::make_unique<FakeLazyDump>(std::move(fd), lazy_bytes, *events);
   }
+  // As CriuSource's page filter would say: from the second round on, 512
+  // pages were at the destination already.
+  PageDedupStats last_round_dedup() const override {
+    PageDedupStats d;
+    d.pages_unchanged = rounds > 1 ? 512 : 0;
+    return d;
+  }
 };
 
 // The destination's lazy-pages daemon: reads `want` bytes (all memory),
@@ -395,6 +402,12 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_TRUE(r.sender.rounds[3].final);
   EXPECT_LT(r.sender.rounds[3].page_bytes, r.sender.rounds[0].page_bytes);
   EXPECT_EQ(r.sender.pre_copy_stop, "max rounds (3) reached");
+  // What the source's page filter left out is in each round's report.
+  EXPECT_EQ(r.sender.rounds[0].unchanged_pages, 0u);
+  EXPECT_EQ(r.sender.rounds[3].unchanged_pages, 512u);
+  EXPECT_NE(r.sender.to_text().find("2.0 MiB unchanged, not sent again"), std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"unchanged_page_bytes\":2097152"), std::string::npos);
   // The final round's images arrived intact, with CRIU's parent link.
   EXPECT_EQ(h.dst.restored_core, "core of round 4");
   EXPECT_TRUE(h.dst.empty_inventory);

@@ -264,7 +264,9 @@ class RdmaBedCase(VmTestCase):
         # quiet success: CRIU's and libnftables' output stays in CRIU's log
         self.assertNotIn("Error", err + rlog, "a successful migration printed an error")
         self.assertIsNone(self.state(src, cid), "the source copy must be gone")
-        self.assertEqual(self.state(dst, cid), arrives)
+        self.assertEqual(self.state(dst, cid), arrives,
+                         f"after the move, rounds {report.get('rounds')}; the container's "
+                         f"output:\n{self.read(cid + '.json')}{self.read(cid + '.err')[-1500:]}")
         print(f"g{src} {cid} queue mappings before:\n{before}\n"
               f"g{dst} {cid} queue mappings after:\n{self.queue_maps(dst, cid)}", flush=True)
         return report

@@ -60,6 +60,11 @@ Options parse_options(int argc, char** argv) {
     sub->add_option("--rate", o.rate, "messages per second over all QPs, 0 = unlimited (sender)");
   }
   recv->add_flag("--srq", o.srq, "all QPs receive from one shared receive queue");
+  recv->add_option("--mr-rewrite", o.mr_rewrite_s,
+                   "every N seconds check each page of the --mr-size MR (the value it was last "
+                   "given, in its first 8 bytes), then give a sixteenth of them a new one; "
+                   "a page that arrived stale after a migration is an error")
+      ->check(CLI::PositiveNumber);
   for (auto* sub : {send, recv, idle}) {
     sub->add_option("--mr-size", o.mr_size,
                     "register one more MR of this size (bytes, or with a unit: 16MiB, 1G), every "
@@ -85,6 +90,7 @@ Options parse_options(int argc, char** argv) {
   }
   o.role = app.got_subcommand(send) ? Role::Send : app.got_subcommand(idle) ? Role::Idle : Role::Recv;
   if (o.srq && o.role == Role::Send) throw Error("--srq is a receiver option");
+  if (o.mr_rewrite_s > 0 && o.mr_size == 0) throw Error("--mr-rewrite needs --mr-size");
   return o;
 }
 

@@ -31,6 +31,9 @@ struct Options {
   double rate = 0;            // messages per second over all QPs, 0 = unlimited
   bool verify_payload = false;
   size_t mr_size = 0;         // > 0: one more MR of this many bytes, every page written
+  // recv, > 0: every this many seconds, check every page of the --mr-size
+  // MR, then rewrite a sixteenth of them (a stale page after a move fails)
+  double mr_rewrite_s = 0;
 
   // QP attributes: rxe treats retry_cnt/rnr_retry 7 as "retry forever".
   int timeout = 14;

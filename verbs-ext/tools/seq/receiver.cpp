@@ -1,4 +1,7 @@
+#include <cstdio>
 #include <cstring>
+#include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +43,62 @@ int post_receives(Session& s, const Options& o, const std::vector<uint32_t>& slo
   return 0;
 }
 
+// --mr-rewrite: the registered --mr-size memory changes while the traffic
+// runs, a sixteenth of its pages per pass, and every page is checked
+// against what it was last given (kept in ordinary memory) before each
+// pass. A move that restores a page of the MR stale fails the next check.
+class MrRewriter {
+ public:
+  MrRewriter(char* mr, size_t bytes, double period_s)
+      : mr_(mr), period_s_(period_s), expected_(bytes / kPage, fill_word()) {}
+
+  // Checks and rewrites when a period has passed; "" or what was wrong.
+  std::string maybe_pass(double now) {
+    if (next_ == 0) next_ = now + period_s_;
+    if (now < next_) return {};
+    next_ = now + period_s_;
+    if (std::string bad = check(); !bad.empty()) return bad;
+    for (size_t i = pass_ % 16; i < expected_.size(); i += 16) {
+      expected_[i] = (uint64_t{i} << 32) | (pass_ + 1);
+      std::memcpy(mr_ + i * kPage, &expected_[i], sizeof(uint64_t));
+    }
+    ++pass_;
+    return {};
+  }
+
+  std::string check() const {
+    for (size_t i = 0; i < expected_.size(); ++i) {
+      uint64_t v;
+      std::memcpy(&v, mr_ + i * kPage, sizeof v);
+      if (v != expected_[i])
+        return "MR page " + std::to_string(i) + " holds " + hex(v) + ", was given " +
+               hex(expected_[i]) + " (after " + std::to_string(pass_) + " rewrites)";
+    }
+    return {};
+  }
+
+  uint64_t passes() const { return pass_; }
+
+ private:
+  static constexpr size_t kPage = 4096;
+  static uint64_t fill_word() {
+    uint64_t w;
+    std::memset(&w, kExtraFill, sizeof w);
+    return w;
+  }
+  static std::string hex(uint64_t v) {
+    char b[24];
+    std::snprintf(b, sizeof b, "%#llx", static_cast<unsigned long long>(v));
+    return b;
+  }
+
+  char* mr_;
+  double period_s_;
+  double next_ = 0;
+  uint64_t pass_ = 0;
+  std::vector<uint64_t> expected_;
+};
+
 class Receiver {
  public:
   Receiver(Session& s, const Options& o) : s_(s), o_(o), watch_(o), checkers_(o.qps) {
@@ -49,6 +108,8 @@ class Receiver {
     sum_.srq = o.srq;
     sum_.size = o.size;
     sum_.mr_size = o.mr_size;
+    if (o.mr_rewrite_s > 0)
+      rewriter_.emplace(s.extra_mr->data(), o.mr_size, o.mr_rewrite_s);
   }
 
   Summary run() {
@@ -70,8 +131,15 @@ class Receiver {
         sum_.add_error("stalled: no message for " + std::to_string(watch_.since_completion()) + " s");
         fatal_ = true;
       }
+      if (rewriter_)
+        if (std::string bad = rewriter_->maybe_pass(now); !bad.empty()) {
+          sum_.add_error(bad);
+          fatal_ = true;
+        }
       watch_.maybe_progress(now, sum_, o_.qps - fins_);
     }
+    if (rewriter_ && !fatal_)
+      if (std::string bad = rewriter_->check(); !bad.empty()) sum_.add_error(bad);
     for (auto& c : checkers_) {
       if (!c.finished()) c.finish(c.expected());  // the total is unknown: judge what came
       auto& t = c.counts();
@@ -139,6 +207,7 @@ class Receiver {
   Summary sum_;
   unsigned fins_ = 0;
   bool fatal_ = false;
+  std::optional<MrRewriter> rewriter_;
 };
 
 }  // namespace

@@ -8,6 +8,8 @@ it passed iteration --move-at; per repetition, interleaved:
 - rc: the job over UCX rc_v on rxe, unmigrated;
 - rc+crx: the same job, rank 0 moved by `crx migrate` (crx-mpi-agent move,
   --pre-copy N), its verbs objects with it;
+- rc+crx-resend: rc+crx with --no-page-dedup (every page CRIU dumps is
+  sent, as before crx's page filter: the A/B of that filter);
 - rc-lean, rc-lean+crx: the same two with UCX's receive pools sized for
   the job (UCX_LEAN below) instead of UCX's defaults;
 - tcp: the job over UCX's TCP transport, unmigrated;
@@ -54,11 +56,12 @@ DOWNTIME_GOAL = 0.3
 # bundles/mpi/README.md, "Receive pools".
 UCX_LEAN = " -x UCX_RC_VERBS_RX_QUEUE_LEN=256 -x UCX_UD_VERBS_RX_QUEUE_LEN=256"
 WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
+        ("rc+crx-resend", UCX_ENV, "live-resend"),
         ("rc-lean", UCX_ENV + UCX_LEAN, None), ("rc-lean+crx", UCX_ENV + UCX_LEAN, "live"),
         ("tcp", UCX_TCP_ENV, None), ("tcp+crx", UCX_TCP_ENV, "live"),
         ("tcp+crx-clear", UCX_TCP_ENV, "live-clear"),
         ("tcp+runc-way", UCX_TCP_ENV, "checkpoint"))
-BASE = {"rc+crx": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
+BASE = {"rc+crx": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
 def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
@@ -72,7 +75,8 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
             live = way.startswith("live")
             rc, report, err, took = bed.move("r0", 0, 3, pre_copy=pre_copy if live else 0,
                                              way="live" if live else way,
-                                             plaintext=way == "live-clear")
+                                             plaintext=way == "live-clear",
+                                             no_page_dedup=way == "live-resend")
             if rc != 0:
                 raise AssertionError(f"{name}: move failed ({rc}): {err}\n{bed.logs()}")
             rec["report"], rec["move_s"] = report, took
@@ -112,6 +116,13 @@ def moved_bytes(report):
     return b.get("pages", 0) + b.get("images", 0)
 
 
+def final_round_bytes(report):
+    """crx: the frozen round's pages (None for the runc way, which has no
+    rounds: all it moves is in the window)."""
+    rounds = report.get("rounds") or []
+    return rounds[-1].get("page_bytes", 0) if rounds and rounds[-1].get("final") else None
+
+
 def mean_sd(xs):
     xs = list(xs)
     return (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0)
@@ -137,17 +148,21 @@ def summarize(runs):
             "move": mean_sd(r["move_s"] for r in rs),
             "mb": statistics.mean(moved_bytes(r["report"]) for r in rs) / 1e6,
         }
+        finals = [final_round_bytes(r["report"]) for r in rs]
+        if all(f is not None for f in finals):
+            rows[way]["final_mb"] = statistics.mean(finals) / 1e6
     return rows
 
 
 def table(rows):
-    out = ["| way | moved | unmigrated job | migrated job | job delay | downtime "
+    out = ["| way | moved | final round | unmigrated job | migrated job | job delay | downtime "
            "| delay / downtime | checkpoint+transfer | restore | other frozen "
            "| before the freeze |",
-           "|---|---|---|---|---|---|---|---|---|---|---|"]
+           "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for way, r in rows.items():
         ph = r["phases"]
-        out.append(f"| {way} | {r['mb']:.1f} MB | {r['unmigrated'][0]:.1f} ± "
+        final = f"{r['final_mb']:.1f} MB" if "final_mb" in r else "-"
+        out.append(f"| {way} | {r['mb']:.1f} MB | {final} | {r['unmigrated'][0]:.1f} ± "
                    f"{r['unmigrated'][1]:.1f} s "
                    f"| {r['took'][0]:.1f} ± {r['took'][1]:.1f} s "
                    f"| {r['delay'][0]:.1f} ± {r['delay'][1]:.1f} s "
@@ -158,7 +173,7 @@ def table(rows):
     out.append("")
     if "tcp+runc-way" in rows:
         runc = rows["tcp+runc-way"]["downtime"][0]
-        for way in ("rc+crx", "rc-lean+crx", "tcp+crx", "tcp+crx-clear"):
+        for way in ("rc+crx", "rc+crx-resend", "rc-lean+crx", "tcp+crx", "tcp+crx-clear"):
             if way in rows:
                 out.append(f"- {way} downtime / tcp+runc-way downtime: "
                            f"**{rows[way]['downtime'][0] / runc:.2f}** (goal <= {DOWNTIME_GOAL})")

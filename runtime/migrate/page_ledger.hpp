@@ -23,8 +23,10 @@
 
 namespace crx::migrate {
 
-// XXH3's 128-bit hash of a page: collisions are out of reach (2^-64 for
-// 2^32 pages), so equal hashes mean equal content.
+// A page's 128-bit hash (two XXH64 of it, seeded apart): an accidental
+// collision is out of reach, so equal hashes mean equal content. Not a
+// cryptographic hash: a process that crafted two colliding pages could
+// only make its own memory wrong after the move.
 struct PageHash {
   uint64_t low = 0, high = 0;
   bool operator==(const PageHash&) const = default;

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <ostream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,13 @@
 #include "common/unique_fd.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/page_ledger.hpp"
+
+namespace crx::migrate {
+// How gtest (and the ctest names made from it) shows a layout.
+void PrintTo(PageHeaderLayout l, std::ostream* os) {
+  *os << (l == PageHeaderLayout::Criu3 ? "criu3" : "criu42");
+}
+}  // namespace crx::migrate
 
 namespace {
 

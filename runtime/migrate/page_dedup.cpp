@@ -106,7 +106,7 @@ PageDedupStats PageDedupRelay::finish() {
   criu_.reset();
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!error_.empty()) throw Error(error_, Cause::IO);
+  if (!error_.empty()) throw Error(error_, error_cause_, error_errno_);
   return stats_;
 }
 
@@ -126,7 +126,13 @@ void PageDedupRelay::run() {
     failed = true;
     ledger_.abandon_round();
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!stopping_ && error_.empty()) error_ = std::string("page filter: ") + e.what();
+    if (!stopping_ && error_.empty()) {
+      error_ = std::string("page filter: ") + e.what();
+      if (const auto* err = dynamic_cast<const Error*>(&e)) {
+        error_cause_ = err->cause();
+        error_errno_ = err->sys_errno();
+      }
+    }
   }
   // CRIU sees the end of its socket, and after a failure the destination
   // sees the end of the channel at once.

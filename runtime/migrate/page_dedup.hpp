@@ -31,6 +31,7 @@
 #include <string>
 #include <thread>
 
+#include "common/error.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/page_ledger.hpp"
 
@@ -76,7 +77,9 @@ class PageDedupRelay {
   PageDedupStats stats_;
   std::atomic<bool> stopping_{false};
   std::mutex mutex_;
-  std::string error_;
+  std::string error_;             // what broke the relay, with its cause
+  Cause error_cause_ = Cause::IO;  // a failure that was not a crx::Error: the channel's
+  int error_errno_ = 0;
   std::thread thread_;
 };
 

@@ -1,7 +1,5 @@
 #include "migrate/page_dedup.hpp"
 
-#include <pthread.h>
-#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -111,11 +109,7 @@ PageDedupStats PageDedupRelay::finish() {
 }
 
 void PageDedupRelay::run() {
-  // A peer gone while writing raises SIGPIPE in this thread otherwise.
-  sigset_t pipe_sig;
-  sigemptyset(&pipe_sig);
-  sigaddset(&pipe_sig, SIGPIPE);
-  pthread_sigmask(SIG_BLOCK, &pipe_sig, nullptr);
+  // Every write is a send(MSG_NOSIGNAL): a peer gone is an EPIPE, no signal.
   bool failed = false;
   try {
     relay();

@@ -11,10 +11,8 @@ as `ib_send_bw g2 -> g1 ... Failed status 9` (clean-clone run of
 tests/bench/rdma compares against stock rxe; this test is about the
 test bed's links."""
 import itertools
-import os
-import subprocess
 
-from vmtest import VmTestCase, main
+from vmtest import VmTestCase, main, patched_rxe_modules
 
 # Index of the RoCEv2 GID that carries the guest's IPv4 address.
 GID_INDEX = ("for f in /sys/class/infiniband/rxe0/ports/1/gids/*; do "
@@ -46,10 +44,7 @@ class RdmaTest(VmTestCase):
         return out + err
 
     def test_every_pair(self):
-        top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-        mods = subprocess.run([os.path.join(top, "rxe-patches", "build.sh")], check=True,
-                              stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
-        tb = self.boot(3, modules_dir=mods)
+        tb = self.boot(3, modules_dir=patched_rxe_modules())
         for k in range(3):  # crx's rdma_rxe (it has the QPN range parameters), not Debian's
             self.sh(tb, k, "test -e /sys/module/rdma_rxe/parameters/qpn_min")
         self.gid = [int(self.sh(tb, k, GID_INDEX)) for k in range(3)]

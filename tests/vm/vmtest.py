@@ -1,5 +1,6 @@
 """Shared bits of the tests/vm tests (unittest, stdlib only)."""
 import os
+import subprocess
 import sys
 import time
 import unittest
@@ -7,6 +8,15 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import testbed  # noqa: E402
 from testbed import Testbed  # noqa: E402,F401
+
+
+def patched_rxe_modules():
+    """The guest modules tree with crx's rdma_rxe (rxe-patches/build.sh
+    builds it, or finds it cached, and prints its path last)."""
+    top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([os.path.join(top, "rxe-patches", "build.sh")], check=True,
+                         stdout=subprocess.PIPE, text=True).stdout
+    return out.strip().splitlines()[-1]
 
 
 def wait_until(cond, timeout, what, interval=0.5):

@@ -25,14 +25,13 @@ the kernel in the scratch dir (printed); `kfuzz replay FILE` repeats it.
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR") or
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from vmtest import VmTestCase, Testbed, main, wait_until  # noqa: E402
+from vmtest import VmTestCase, Testbed, main, patched_rxe_modules, wait_until  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -45,12 +44,6 @@ SEED = int(os.environ.get("CRX_KFUZZ_SEED", "0")) or int.from_bytes(os.urandom(6
 TAINT_BAD = (1 << 9) | (1 << 7)
 
 
-def build_modules():
-    out = subprocess.run([os.path.join(REPO, "rxe-patches", "build.sh")], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
-    return out.strip().splitlines()[-1]
-
-
 class KfuzzTest(VmTestCase):
     tb = None
 
@@ -60,7 +53,7 @@ class KfuzzTest(VmTestCase):
         cls.tool = os.path.join(build, "tests", "vm", "kfuzz", "kfuzz")
         if not os.access(cls.tool, os.X_OK):
             raise unittest.SkipTest(f"{cls.tool} not built")
-        cls.tb = Testbed(1, modules_dir=build_modules()).start()
+        cls.tb = Testbed(1, modules_dir=patched_rxe_modules()).start()
         cls.baseline = cls.res()
         print(f"rdma res before: {cls.baseline}", flush=True)
 

@@ -11,7 +11,7 @@ import sys
 import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import rdma_setup, wait_until  # noqa: E402
+from vmtest import patched_rxe_modules, rdma_setup, wait_until  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -83,8 +83,7 @@ class MpiBed:
 
     def __init__(self, memory_mb=MEMORY_MB):
         self.rootfs = rootfs()
-        mods = subprocess.run([os.path.join(ROOT, "rxe-patches", "build.sh")], check=True,
-                              stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
+        mods = patched_rxe_modules()
         t = time.monotonic()
         self.tb = Testbed(NODES, modules_dir=mods, rxe=False, memory_mb=memory_mb).start()
         print(f"booted {NODES} guests ({memory_mb} MiB each) in {time.monotonic() - t:.1f} s",

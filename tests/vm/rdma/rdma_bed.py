@@ -14,7 +14,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR", os.path.join(os.path.dirname(__file__), "..")))
-from vmtest import VmTestCase, listening, rdma_setup, report_line, wait_until  # noqa: E402
+from vmtest import VmTestCase, listening, patched_rxe_modules, rdma_setup, report_line, wait_until  # noqa: E402
 from testbed import Testbed  # noqa: E402
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
@@ -55,8 +55,7 @@ class RdmaBedCase(VmTestCase):
             if not os.path.exists(f):
                 raise unittest.SkipTest(f"{f} not built")
         cls.rootfs = rootfs()
-        mods = subprocess.run([os.path.join(ROOT, "rxe-patches", "build.sh")], check=True,
-                              stdout=subprocess.PIPE, text=True).stdout.strip().splitlines()[-1]
+        mods = patched_rxe_modules()
         t = time.monotonic()
         cls.tb = tb = Testbed(3, modules_dir=mods, rxe=False).start()
         print(f"booted 3 guests in {time.monotonic() - t:.1f} s", flush=True)

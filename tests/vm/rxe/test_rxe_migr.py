@@ -21,13 +21,12 @@
 """
 import os
 import signal
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.environ.get("CRX_VM_DIR") or
                 os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from vmtest import VmTestCase, Testbed, main, wait_until
+from vmtest import VmTestCase, Testbed, main, patched_rxe_modules, wait_until
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
@@ -44,12 +43,6 @@ RELOAD = ("rdma link delete rxe0 2>/dev/null; rmmod rdma_rxe 2>/dev/null; "
           "{load} && rdma link add rxe0 type rxe netdev eth0")
 
 
-def build_modules():
-    out = subprocess.run([os.path.join(REPO, "rxe-patches", "build.sh")], check=True,
-                         stdout=subprocess.PIPE, text=True).stdout
-    return out.strip().splitlines()[-1]
-
-
 class RxeMigrTest(VmTestCase):
     tb = None
 
@@ -59,7 +52,7 @@ class RxeMigrTest(VmTestCase):
         cls.tool = os.path.join(build, "tests", "vm", "rxe", "rxe_migr_test")
         if not os.access(cls.tool, os.X_OK):
             raise unittest_skip(f"{cls.tool} not built")
-        cls.modules = build_modules()
+        cls.modules = patched_rxe_modules()
         cls.tb = Testbed(3, modules_dir=cls.modules).start()
         for k in range(3):
             rc, out, err = cls.tb.run(k, RELOAD.format(load=f"modprobe rdma_rxe {RANGES[k]}"),

@@ -46,6 +46,7 @@ def rootfs():
 
 class RdmaBedCase(VmTestCase):
     tb = None
+    ports = {}  # cid -> the port of its start_pair, for end_sender
 
     @classmethod
     def setUpClass(cls):
@@ -103,9 +104,15 @@ class RdmaBedCase(VmTestCase):
 
     def start_pair(self, cid, port, count, rate, seq_args="", recv_args=""):
         """Receiver container on g0, sender process on g1; returns the
-        sender's handle once the receiver is connected and ready."""
+        sender's handle once the receiver is connected and ready. count
+        None: the sender runs until finish() ends it (end_sender), so a
+        test lasts as long as its moves, however long they take on the
+        host, and no longer."""
         b = self.make_bundle(cid, port, f"{seq_args} {recv_args}")
         self.sh(self.tb, 0, f"{CRX} run -d -b {b} {cid} </dev/null >/dev/null 2>&1", timeout=300)
+        self.ports[cid] = port
+        if count is None:
+            count = 10 ** 9
         sh = self.tb.spawn(1, f"{SEQ} send --connect {self.tb.ip(0)} --port {port} "
                               f"--count {count} --rate {rate} --stall-timeout 0 --progress 5 "
                               f"{seq_args} 2>/tmp/{cid}.send.err")
@@ -160,8 +167,7 @@ class RdmaBedCase(VmTestCase):
     def end_sender(self, port):
         """SIGUSR1 to the sender of start_pair(port) on g1: it sends FIN on
         every QP and exits normally (finish() with count=None then checks
-        that the receiver got whatever it sent). For tests whose length
-        depends on how long their moves take."""
+        that the receiver got whatever it sent)."""
         self.sh(self.tb, 1, "for p in $(pgrep -x crx-verbs-seq); do "
                             f"tr '\\0' ' ' </proc/$p/cmdline | grep -q -- '--port {port} ' "
                             "&& kill -USR1 $p; done; true")
@@ -169,7 +175,12 @@ class RdmaBedCase(VmTestCase):
     def finish(self, cid, sender, count, qps=1, k=0):
         """Both ends finish ok; the receiver saw every message exactly once
         and in order. k: the guest the container ends on. count None: the
-        sender was ended early (end_sender), any total will do."""
+        sender runs until ended here (start_pair(count=None)), and any
+        total will do."""
+        if count is None:
+            self.assertFalse(sender.done.is_set(),
+                             f"the sender ended before it was told to: {sender.result}")
+            self.end_sender(self.ports[cid])
         rc, sout, serr = self.tb.wait(sender, timeout=600)
         send_err = self.sh(self.tb, 1, f"tail -5 /tmp/{cid}.send.err")
         self.assertEqual(rc, 0, f"sender failed:\n{sout}\n{send_err}")

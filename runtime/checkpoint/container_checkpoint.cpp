@@ -136,7 +136,8 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   // done it (its per-connection rules and the restore side match that).
   // A namespace joined by path is not CRIU's to lock: with nftables the
   // restore still tries to delete a lock table that was never made there
-  // (and libnftables says so on stderr).
+  // (and libnftables says so on stderr). The restore takes the lock out of
+  // the dumped ruleset (nft_lock_tables.hpp).
   s.base.nftables_network_lock = !flags.tcp_established && !joins_network_namespace(l.spec);
   s.spec = std::move(l.spec);
   s.state_dir = state::StateDir::open(g.root, id).path();

@@ -298,8 +298,8 @@ class SwrkSession {
 };
 
 // What CRIU and the libraries it runs write to stdout/stderr (libnftables'
-// "Error: No such file or directory; did you mean table 'CRIU-...'" from
-// the network-lock clean-up on every successful restore, CRIU's messages
+// "Error: No such file or directory" from the network-lock clean-up on
+// every successful restore: nft_lock_tables.hpp, CRIU's messages
 // before its log is open) belongs in CRIU's log, not on the user's
 // terminal or in the receiver's journal: crx reports failures itself, with
 // the log's tail (fail()). CRIU opens its log O_APPEND too, so both

@@ -11,6 +11,7 @@
 #include "checkpoint/image_dirs.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
+#include "checkpoint/nft_lock_tables.hpp"
 #include "checkpoint/recreated_mounts.hpp"
 #include "checkpoint/restore_guard.hpp"
 #include "cgroup/paths.hpp"
@@ -205,6 +206,8 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     if (pid_file.empty() && r_.carried_pid_file && carried) pid_file = carried->pid_file;
 
     UniqueFd images = open_image_dir(images_dir, false);
+    // Or the restored namespace keeps CRIU's lock (nft_lock_tables.hpp).
+    drop_criu_lock_tables(images.get());
     RestoreOptions o = o_;
     o.images_dir_fd = images.get();
     const bool paused_again = r_.keep_paused && carried && carried->paused;

@@ -60,6 +60,16 @@ def wait_listening(tb, k, port, what, proc=None, timeout=60):
     wait_until(up, timeout, f"{what} to listen on port {port}", interval=0.3)
 
 
+def loopback_tcp_cmd(pid):
+    """A guest command: in the network namespace of pid, lo up, then one TCP
+    connection over it; prints "ok" (a namespace that drops packets: a
+    timeout, non-zero exit)."""
+    py = ("import socket; l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(); "
+          "c = socket.socket(); c.settimeout(3); c.connect(l.getsockname()); print('ok')")
+    return (f"nsenter -t {pid} -n ip link set lo up && "
+            f"nsenter -t {pid} -n python3 -c \"{py}\"")
+
+
 def report_line(report):
     """A crx migrate JSON report in one line: outcome, downtime, phases,
     bytes and the verbs objects moved (the whole report is long, and CI

@@ -134,10 +134,12 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.freeze_cgroup = s.freezer_dir;
   // With TCP connections to keep, the lock is iptables as CRIU has always
   // done it (its per-connection rules and the restore side match that).
-  // A namespace joined by path is not CRIU's to lock: with nftables the
-  // restore still tries to delete a lock table that was never made there
-  // (and libnftables says so on stderr). The restore takes the lock out of
-  // the dumped ruleset (nft_lock_tables.hpp).
+  // A namespace joined by path outlives the dump, and CRIU locks it too:
+  // its nftables table is named after the dumped task's pid and the
+  // restore's unlock deletes the restored task's, so a restore into the
+  // same namespace stayed locked (README.md, "The network lock"); the
+  // iptables chain has one name. The restore takes the lock out of a
+  // dumped ruleset (nft_lock_tables.hpp).
   s.base.nftables_network_lock = !flags.tcp_established && !joins_network_namespace(l.spec);
   s.spec = std::move(l.spec);
   s.state_dir = state::StateDir::open(g.root, id).path();

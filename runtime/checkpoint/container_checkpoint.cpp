@@ -13,6 +13,7 @@
 #include "checkpoint/image_dirs.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
+#include "checkpoint/network_lock.hpp"
 #include "checkpoint/outside_terminal.hpp"
 #include "checkpoint/prepared_restore.hpp"
 #include "checkpoint/recreated_dev.hpp"
@@ -132,15 +133,7 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.auto_dedup = flags.auto_dedup;
   s.base.orphan_pts_master = l.spec.process.terminal;
   s.base.freeze_cgroup = s.freezer_dir;
-  // With TCP connections to keep, the lock is iptables as CRIU has always
-  // done it (its per-connection rules and the restore side match that).
-  // A namespace joined by path outlives the dump, and CRIU locks it too:
-  // its nftables table is named after the dumped task's pid and the
-  // restore's unlock deletes the restored task's, so a restore into the
-  // same namespace stayed locked (README.md, "The network lock"); the
-  // iptables chain has one name. The restore takes the lock out of a
-  // dumped ruleset (nft_lock_tables.hpp).
-  s.base.nftables_network_lock = !flags.tcp_established && !joins_network_namespace(l.spec);
+  s.base.nftables_network_lock = nftables_lock_for_checkpoint(l.spec, flags.tcp_established);
   s.spec = std::move(l.spec);
   s.state_dir = state::StateDir::open(g.root, id).path();
   s.paused = l.cg && l.cg->frozen();

@@ -17,6 +17,7 @@
 #include "checkpoint/carried_state.hpp"
 #include "common/child_process.hpp"
 #include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/network_lock.hpp"
 #include "checkpoint/unix_sockets.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -206,6 +207,8 @@ void CriuSource::run_dump(
   o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
   o.images_dir_fd = images.get();
   o.work_dir_fd = work.get();
+  // A migration's dumps lift their lock themselves (network_lock.hpp).
+  o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
   // The container is frozen for the final dump: its empty tmpfs mounts can
   // be made again at the destination instead of packed.
   if (final_dump) checkpoint::add_recreated_mounts(o, src_);

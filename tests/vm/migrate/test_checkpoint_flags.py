@@ -558,6 +558,24 @@ class CheckpointFlagsTest(VmTestCase):
         rc, out, err = self.tb.wait(h, timeout=120)
         self.assertEqual(rc, 137, f"crx restore returns the container's status\n{err}")
 
+    def until_answered(self, b, name, words, answer, what):
+        """Has console_peer.py (files <b>/<name>.cmd|.out) send `echo words`
+        to the shell until its output shows answer. Input written to the
+        master while the slave's termios are being set can be flushed with
+        it: by CRIU restoring them (seen once, in a full run under load),
+        or by the container's own `stty -echo` at its start (seen once, on
+        2026-11-28, the same way). So the command goes again each 2 s."""
+        polls = [0]
+
+        def answered():
+            if answer in self.g(f"cat {b}/{name}.out"):
+                return True
+            if polls[0] % 4 == 0:
+                self.g(f"[ -e {b}/{name}.cmd ] || echo 'echo {words}' > {b}/{name}.cmd")
+            polls[0] += 1
+            return False
+        wait_until(answered, 180, what)
+
     def test_restore_console_socket(self):
         cid = "console"
         b = self.bundle(cid, "stty -echo; i=0; while :; do i=$((i+1)); sleep 0.2; done & "
@@ -566,8 +584,7 @@ class CheckpointFlagsTest(VmTestCase):
         p1 = self.tb.spawn(0, f"{peer} {b}/c1.sock {b}/c1.cmd {b}/c1.out")
         wait_until(lambda: self.try_g(f"test -S {b}/c1.sock")[0] == 0, 180, "the console socket")
         self.run_container(cid, f"--console-socket {b}/c1.sock")
-        self.g(f"echo 'echo one-$((40+2))' > {b}/c1.cmd")
-        wait_until(lambda: "one-42" in self.g(f"cat {b}/c1.out"), 180, "the shell's answer")
+        self.until_answered(b, "c1", "one-$((40+2))", "one-42", "the shell's answer")
         # crx checkpoint + restore hand the console over; a migration cannot
         # (nobody at the other end): refused before anything froze
         self.g("printf %s 0123456789abcdef0123456789abcdef > /tmp/mkey && chmod 600 /tmp/mkey")
@@ -581,19 +598,7 @@ class CheckpointFlagsTest(VmTestCase):
         wait_until(lambda: self.try_g(f"test -S {b}/c2.sock")[0] == 0, 180, "the console socket")
         self.restore(cid, f"-d --console-socket {b}/c2.sock --image-path /tmp/console")
         wait_until(lambda: "[pty " in self.g(f"cat {b}/c2.out"), 180, "the pty master")
-        # Input written to the master while CRIU still sets the restored
-        # slave's termios can be flushed with it (seen once, in a full run
-        # under load): the command goes again each 2 s until it is answered.
-        polls = [0]
-
-        def answered():
-            if "two-43" in self.g(f"cat {b}/c2.out"):
-                return True
-            if polls[0] % 4 == 0:
-                self.g(f"[ -e {b}/c2.cmd ] || echo 'echo two-$((40+3))' > {b}/c2.cmd")
-            polls[0] += 1
-            return False
-        wait_until(answered, 180, "the restored shell's answer")
+        self.until_answered(b, "c2", "two-$((40+3))", "two-43", "the restored shell's answer")
         self.remove(cid)
         self.tb.wait(p2, timeout=60)
 

@@ -137,8 +137,8 @@ std::string identity_of(std::string_view channel, std::string_view session) {
 std::unique_ptr<TlsSession> make_session(TlsSession::Role role, const Credentials& c,
                                          const FrameConn& conn, bool kernel) {
   if (c.wire == WireSecurity::TlsCert)
-    return std::make_unique<TlsSession>(role, *c.cert, conn.fd(), conn.peer(), kernel);
-  return std::make_unique<TlsSession>(role, *c.key, conn.fd(), conn.peer(), kernel);
+    return std::make_unique<TlsSession>(role, *c.cert, conn.fd(), conn.peer(), kernel, c.cipher);
+  return std::make_unique<TlsSession>(role, *c.key, conn.fd(), conn.peer(), kernel, c.cipher);
 }
 
 // TLS from here on; the server learns channel and session from the PSK

@@ -50,6 +50,7 @@
 #include <string_view>
 
 #include "migrate/frame.hpp"
+#include "migrate/tls_cipher.hpp"
 
 namespace crx::migrate {
 
@@ -91,6 +92,7 @@ struct Credentials {
   WireSecurity wire = WireSecurity::Tls;
   const SharedKey* key = nullptr;
   const CertCredentials* cert = nullptr;
+  TlsCipher cipher = TlsCipher::Auto;  // with TLS: the suites (tls_cipher.hpp)
 };
 
 struct AuthPeer {

@@ -45,7 +45,7 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   check_keys(m, origin, "migration",
              {"listen", "key_file", "image_dir", "timeout_seconds", "insecure_plaintext", "pre_copy",
               "tls_cert_file", "tls_key_file", "tls_ca_file", "tls_peer_name",
-              "prepare_restore"});
+              "prepare_restore", "tls_cipher"});
   if (m["listen"]) c.listen = get<std::string>(m["listen"], origin, "listen");
   if (m["key_file"]) c.key_file = get<std::string>(m["key_file"], origin, "key_file");
   if (m["image_dir"]) c.image_dir = get<std::string>(m["image_dir"], origin, "image_dir");
@@ -63,6 +63,10 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
                             std::pair{"tls_ca_file", &c.tls_ca_file},
                             std::pair{"tls_peer_name", &c.tls_peer_name}}) {
     if (m[key]) *field = get<std::string>(m[key], origin, key);
+  }
+  if (m["tls_cipher"]) {
+    c.tls_cipher = parse_tls_cipher(get<std::string>(m["tls_cipher"], origin, "tls_cipher"),
+                                    origin + ": migration.tls_cipher");
   }
   if (YAML::Node p = m["pre_copy"]; p && !p.IsNull()) {
     check_keys(p, origin, "migration.pre_copy",

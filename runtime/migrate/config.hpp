@@ -13,6 +13,8 @@
 //     tls_ca_file: /etc/crx/migrate-ca.crt # --tls-ca; all three or none;
 //     tls_peer_name: ""                    # --tls-peer-name; see
 //                                          # cert_credentials.hpp)
+//     tls_cipher: auto              # --tls-cipher: auto, aes-128-gcm or
+//                                   # chacha20-poly1305 (tls_cipher.hpp)
 //     prepare_restore: true         # crx receive: prepare the restore
 //                                   # before the freeze (README.md,
 //                                   # "Prepared restore"); false: at the
@@ -25,6 +27,8 @@
 // Every key is optional; command-line flags override what the file says.
 #pragma once
 #include <string>
+
+#include "migrate/tls_cipher.hpp"
 
 namespace crx::migrate {
 
@@ -51,6 +55,7 @@ struct MigrateConfig {
   // X.509 instead of the shared key (cert_credentials.hpp): all three
   // files, or none. peer_name is optional.
   std::string tls_cert_file, tls_key_file, tls_ca_file, tls_peer_name;
+  TlsCipher tls_cipher = TlsCipher::Auto;
   PreCopyPolicy pre_copy;
   // crx receive: the restore's cgroup, mounts and waiting CRIU are made
   // when the manifest is accepted, not after the final dump.

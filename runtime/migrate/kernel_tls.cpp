@@ -64,27 +64,58 @@ std::string hkdf_expand_label_sha256(std::string_view secret, std::string_view l
   return std::string(reinterpret_cast<char*>(out), length);
 }
 
-void install_kernel_tls_rx(int fd, std::string_view traffic_secret, uint64_t seq) {
-  if (traffic_secret.size() != 32)
-    throw Error("page channel: no TLS traffic secret to give the kernel", Cause::Unsupported);
-  std::string key = hkdf_expand_label_sha256(traffic_secret, "key", TLS_CIPHER_AES_GCM_128_KEY_SIZE);
-  std::string iv = hkdf_expand_label_sha256(
-      traffic_secret, "iv", TLS_CIPHER_AES_GCM_128_SALT_SIZE + TLS_CIPHER_AES_GCM_128_IV_SIZE);
-  tls12_crypto_info_aes_gcm_128 ci{};
+namespace {
+
+// The kernel's struct for a suite: key and IV from the traffic secret
+// (RFC 8446 7.3), the record sequence big-endian. TLS 1.3's 12-byte IV
+// is, for AES-GCM, what the kernel calls the 4-byte salt and an 8-byte IV.
+template <typename Info>
+void fill_crypto_info(Info& ci, uint16_t type, std::string_view secret, uint64_t seq) {
+  std::string key = hkdf_expand_label_sha256(secret, "key", sizeof ci.key);
+  std::string iv = hkdf_expand_label_sha256(secret, "iv", 12);
   ci.info.version = TLS_1_3_VERSION;
-  ci.info.cipher_type = TLS_CIPHER_AES_GCM_128;
-  // TLS 1.3's 12-byte IV: the kernel calls its first 4 bytes the salt.
-  std::memcpy(ci.salt, iv.data(), TLS_CIPHER_AES_GCM_128_SALT_SIZE);
-  std::memcpy(ci.iv, iv.data() + TLS_CIPHER_AES_GCM_128_SALT_SIZE, TLS_CIPHER_AES_GCM_128_IV_SIZE);
-  std::memcpy(ci.key, key.data(), TLS_CIPHER_AES_GCM_128_KEY_SIZE);
+  ci.info.cipher_type = type;
+  if constexpr (sizeof ci.iv == 12) {
+    std::memcpy(ci.iv, iv.data(), 12);
+  } else {
+    static_assert(sizeof ci.salt + sizeof ci.iv == 12);
+    std::memcpy(ci.salt, iv.data(), sizeof ci.salt);
+    std::memcpy(ci.iv, iv.data() + sizeof ci.salt, sizeof ci.iv);
+  }
+  std::memcpy(ci.key, key.data(), sizeof ci.key);
   for (int i = 7; i >= 0; --i, seq >>= 8) ci.rec_seq[i] = static_cast<unsigned char>(seq & 0xff);
+  OPENSSL_cleanse(key.data(), key.size());
+  OPENSSL_cleanse(iv.data(), iv.size());
+}
+
+template <typename Info>
+void install_rx(int fd, uint16_t type, std::string_view secret, uint64_t seq) {
+  Info ci{};
+  fill_crypto_info(ci, type, secret, seq);
   set_tls_ulp(fd);
   int r = ::setsockopt(fd, SOL_TLS, TLS_RX, &ci, sizeof ci);
   int err = errno;
   OPENSSL_cleanse(&ci, sizeof ci);
-  OPENSSL_cleanse(key.data(), key.size());
-  OPENSSL_cleanse(iv.data(), iv.size());
   if (r != 0) throw_errno("give the page channel's receiving key to the kernel (TLS_RX)", err);
+}
+
+}  // namespace
+
+void install_kernel_tls_rx(int fd, std::string_view traffic_secret, uint64_t seq,
+                           TlsCipher cipher) {
+  if (traffic_secret.size() != 32)
+    throw Error("page channel: no TLS traffic secret to give the kernel", Cause::Unsupported);
+  switch (cipher) {
+    case TlsCipher::Aes128Gcm:
+      return install_rx<tls12_crypto_info_aes_gcm_128>(fd, TLS_CIPHER_AES_GCM_128,
+                                                       traffic_secret, seq);
+    case TlsCipher::Chacha20Poly1305:
+      return install_rx<tls12_crypto_info_chacha20_poly1305>(fd, TLS_CIPHER_CHACHA20_POLY1305,
+                                                             traffic_secret, seq);
+    case TlsCipher::Auto:
+      break;
+  }
+  throw Error("page channel: no cipher negotiated to give the kernel", Cause::Unsupported);
 }
 
 }  // namespace crx::migrate

@@ -1,7 +1,7 @@
 // Kernel TLS (the `tls` module, "kTLS") for the page channel: once the
 // TLS 1.3 handshake is done in OpenSSL, the socket's records are sealed and
 // opened by the kernel, so CRIU reads and writes clear text on the fd while
-// the wire carries AES-GCM records.
+// the wire carries AES-GCM or ChaCha20-Poly1305 records (tls_cipher.hpp).
 //
 // OpenSSL 3.0 (Debian 12) switches only the sending direction of a TLS 1.3
 // connection to the kernel (SSL_OP_ENABLE_KTLS; ssl/tls13_enc.c skips the
@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "migrate/tls_cipher.hpp"
 
 namespace crx::migrate {
 
@@ -24,10 +26,12 @@ bool kernel_tls_available(std::string* why = nullptr);
 std::string hkdf_expand_label_sha256(std::string_view secret, std::string_view label,
                                      size_t length);
 
-// Installs the receiving direction of TLS_AES_128_GCM_SHA256 on a TCP
-// socket whose TCP_ULP is "tls" already (OpenSSL set it for sending) or
-// can be made so: key and IV from the peer's traffic secret, record
-// sequence number `seq` (application records read so far). Throws Error.
-void install_kernel_tls_rx(int fd, std::string_view traffic_secret, uint64_t seq);
+// Installs the receiving direction of the TLS 1.3 suite `cipher` (not
+// Auto) on a TCP socket whose TCP_ULP is "tls" already (OpenSSL set it for
+// sending) or can be made so: key and IV from the peer's traffic secret,
+// record sequence number `seq` (application records read so far). Throws
+// Error.
+void install_kernel_tls_rx(int fd, std::string_view traffic_secret, uint64_t seq,
+                           TlsCipher cipher);
 
 }  // namespace crx::migrate

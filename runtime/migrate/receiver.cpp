@@ -13,6 +13,7 @@
 #include "migrate/image_stream.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/stale_sessions.hpp"
+#include "migrate/tls_session.hpp"
 #include "state/store.hpp"
 
 namespace crx::migrate {
@@ -59,7 +60,8 @@ class Receiver {
   MigrationReport run() {
     try {
       clock_.begin("authenticate");
-      AuthPeer who = authenticate_as_server(conn_, Credentials{o_.wire, o_.key, o_.cert});
+      AuthPeer who =
+          authenticate_as_server(conn_, Credentials{o_.wire, o_.key, o_.cert, o_.cipher});
       rep_.security = wire_security_name(o_.wire);
       if (who.channel != "control") throw Error("expected a control connection, got " + who.channel);
       session_ = who.session;
@@ -263,11 +265,13 @@ class Receiver {
     FrameConn pc(std::move(fd), "page channel " + peer);
     pc.set_timeout(o_.timeout);
     detect_dead_peer(pc.fd(), o_.timeout);
-    AuthPeer who = authenticate_as_server(pc, Credentials{o_.wire, o_.key, o_.cert});
+    AuthPeer who =
+        authenticate_as_server(pc, Credentials{o_.wire, o_.key, o_.cert, o_.cipher});
     if (who.channel != "pages" || who.session != session_) {
       pc.send_error_quietly("busy: another migration is in progress");
       throw Error("a connection from " + peer + " arrived where the page channel was expected");
     }
+    if (pc.tls()) rep_.tls_cipher = tls13_suite_name(pc.tls()->negotiated());
     UniqueFd channel = pc.release_fd();  // TLS: now kernel TLS
     if (o_.wire != WireSecurity::Plaintext)
       rep_.security = std::string(wire_security_name(o_.wire)) + "+ktls";

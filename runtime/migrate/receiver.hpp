@@ -19,6 +19,7 @@ struct ReceiverOptions {
   const SharedKey* key = nullptr;          // Tls, Plaintext
   const CertCredentials* cert = nullptr;  // TlsCert
   WireSecurity wire = WireSecurity::Tls;  // a sender asking for another is refused
+  TlsCipher cipher = TlsCipher::Auto;     // the suites to accept (tls_cipher.hpp)
   std::string image_root;   // RAM dir; one subdir per migration, removed after
   uint64_t max_image_bytes = 1ull << 30;  // non-page images per migration
   std::chrono::milliseconds timeout{60000};

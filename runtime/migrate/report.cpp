@@ -221,6 +221,7 @@ std::string MigrationReport::to_text() const {
     out += "  security: TLS 1.3 (certificates), pages in kernel TLS\n";
   if (security == "tls-cert") out += "  security: TLS 1.3 (certificates)\n";
   if (security == "plaintext") out += "  security: none, clear text (--insecure-plaintext)\n";
+  if (!tls_cipher.empty()) out += "  cipher: " + tls_cipher + "\n";
   std::snprintf(buf, sizeof buf,
                 "  moved: memory %s, images %s, rootfs %s, control link %s\n"
                 "  downtime %.3f s, total %.3f s\n",
@@ -284,6 +285,7 @@ std::string MigrationReport::to_json() const {
     j["pre_copy"] = p;
   }
   if (!security.empty()) j["security"] = security;
+  if (!tls_cipher.empty()) j["tls_cipher"] = tls_cipher;
   j["bytes"] = {{"pages", page_bytes()},
                 {"images", image_bytes()},
                 {"rootfs", rootfs_bytes},

@@ -76,6 +76,9 @@ struct MigrationReport {
   // (the same with certificates), "plaintext" (--insecure-plaintext); ""
   // if no connection was made.
   std::string security;
+  // The page channel's TLS 1.3 suite ("TLS_CHACHA20_POLY1305_SHA256"); ""
+  // in clear text or before the page channel.
+  std::string tls_cipher;
   double downtime_seconds = 0;
   double total_seconds = 0;
   std::optional<VerbsReport> verbs;

@@ -13,6 +13,7 @@
 #include "migrate/kernel_tls.hpp"
 #include "migrate/precopy.hpp"
 #include "migrate/rootfs_stream.hpp"
+#include "migrate/tls_session.hpp"
 
 namespace crx::migrate {
 namespace {
@@ -98,7 +99,7 @@ class Sender {
   }
 
  private:
-  Credentials credentials() const { return {o_.wire, o_.key, o_.cert}; }
+  Credentials credentials() const { return {o_.wire, o_.key, o_.cert, o_.cipher}; }
 
   void check_cancel() {
     if (o_.cancel && o_.cancel->load()) throw Error("interrupted");
@@ -256,6 +257,7 @@ class Sender {
     FrameConn pages(connect_tcp(o_.to, o_.timeout), "page channel " + o_.to.str());
     pages.set_timeout(o_.timeout);
     authenticate_as_client(pages, credentials(), "pages", session_);
+    if (pages.tls()) rep_.tls_cipher = tls13_suite_name(pages.tls()->negotiated());
     UniqueFd page_fd = pages.release_fd();  // TLS: now kernel TLS
     if (o_.wire != WireSecurity::Plaintext)
       rep_.security = std::string(wire_security_name(o_.wire)) + "+ktls";

@@ -24,6 +24,7 @@ struct SenderOptions {
   // certificates), pages in kernel TLS; Plaintext only with
   // --insecure-plaintext (the receiver must say the same).
   WireSecurity wire = WireSecurity::Tls;
+  TlsCipher cipher = TlsCipher::Auto;  // the suites to offer (tls_cipher.hpp)
   Manifest manifest;        // id, bundle, config hash... filled by the caller
   std::string rootfs_bundle;  // bundle dir to stream if the receiver asks
   std::string work_dir;     // RAM dir for this migration's images (created, removed)

@@ -19,10 +19,10 @@
 namespace crx::migrate {
 namespace {
 
-// TLS_AES_128_GCM_SHA256: every kernel with kTLS has it, and the PSK's
-// hash (SHA-256) is the one `openssl s_client -psk` uses.
-constexpr unsigned char kCipherId[2] = {0x13, 0x01};
-constexpr const char* kCipherName = "TLS_AES_128_GCM_SHA256";
+// The PSK session's suite: TLS 1.3 lets a PSK go with any suite of its
+// hash, and both suites crx offers (tls_cipher.hpp) use SHA-256, the hash
+// `openssl s_client -psk` uses.
+constexpr unsigned char kPskCipherId[2] = {0x13, 0x01};
 
 std::string from_hex(std::string_view hex) {
   std::string out;
@@ -86,13 +86,14 @@ std::pair<int, std::string> take_ssl_error() {
 
 }  // namespace
 
-void TlsSession::init(Role role) {
+void TlsSession::init(Role role, TlsCipher cipher) {
+  const std::string suites = tls13_ciphersuites(cipher);
   ERR_clear_error();
   ctx_ = SSL_CTX_new(role == Role::Client ? TLS_client_method() : TLS_server_method());
   if (!ctx_) throw Error("cannot make an OpenSSL TLS context");
   bool ok = SSL_CTX_set_min_proto_version(ctx_, TLS1_3_VERSION) == 1 &&
             SSL_CTX_set_max_proto_version(ctx_, TLS1_3_VERSION) == 1 &&
-            SSL_CTX_set_ciphersuites(ctx_, kCipherName) == 1 &&
+            SSL_CTX_set_ciphersuites(ctx_, suites.c_str()) == 1 &&
             // No tickets: no post-handshake record can reach a socket the
             // kernel decrypts, and no resumption to protect.
             SSL_CTX_set_num_tickets(ctx_, 0) == 1;
@@ -126,9 +127,10 @@ void TlsSession::finish_init() {
   set_nonblocking(fd_, true);
 }
 
-TlsSession::TlsSession(Role role, const SharedKey& key, int fd, std::string peer, bool kernel)
+TlsSession::TlsSession(Role role, const SharedKey& key, int fd, std::string peer, bool kernel,
+                       TlsCipher cipher)
     : role_(role), fd_(fd), peer_(std::move(peer)), kernel_(kernel), psk_(key.tls_psk()) {
-  init(role);
+  init(role, cipher);
   if (role == Role::Client) {
     SSL_CTX_set_psk_use_session_callback(ctx_, &TlsSession::use_psk);
   } else {
@@ -138,10 +140,10 @@ TlsSession::TlsSession(Role role, const SharedKey& key, int fd, std::string peer
 }
 
 TlsSession::TlsSession(Role role, const CertCredentials& cert, int fd, std::string peer,
-                       bool kernel)
+                       bool kernel, TlsCipher cipher)
     : role_(role), fd_(fd), peer_(std::move(peer)), kernel_(kernel), certs_(true),
       peer_name_(cert.peer_name()) {
-  init(role);
+  init(role, cipher);
   try {
     cert.configure(ctx_);
   } catch (...) {
@@ -205,7 +207,7 @@ TlsSession::~TlsSession() {
 
 SSL_SESSION* TlsSession::psk_session() {
   SSL_SESSION* s = SSL_SESSION_new();
-  const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl_, kCipherId);
+  const SSL_CIPHER* cipher = SSL_CIPHER_find(ssl_, kPskCipherId);
   if (!s || !cipher ||
       SSL_SESSION_set1_master_key(s, reinterpret_cast<const unsigned char*>(psk_.data()),
                                   psk_.size()) != 1 ||
@@ -423,10 +425,17 @@ void TlsSession::hand_to_kernel() {
   if (BIO_get_ktls_recv(SSL_get_rbio(ssl_)) != 1) {
     // OpenSSL 3.0 does not do it for TLS 1.3: no application record was
     // read here yet (no tickets, the peer waits), so the sequence is 0.
-    install_kernel_tls_rx(fd_, peer_secret_, 0);
+    install_kernel_tls_rx(fd_, peer_secret_, 0, negotiated());
   }
   OPENSSL_cleanse(peer_secret_.data(), peer_secret_.size());
   set_nonblocking(fd_, false);
+}
+
+TlsCipher TlsSession::negotiated() const {
+  const SSL_CIPHER* c = ssl_ ? SSL_get_current_cipher(ssl_) : nullptr;
+  auto cipher = c ? tls_cipher_of_suite(SSL_CIPHER_get_protocol_id(c)) : std::nullopt;
+  if (!cipher) throw Error("TLS: no cipher suite agreed on yet", Cause::Invalid);
+  return *cipher;
 }
 
 }  // namespace crx::migrate

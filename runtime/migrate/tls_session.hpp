@@ -18,6 +18,8 @@
 #include <mutex>
 #include <string>
 
+#include "migrate/tls_cipher.hpp"
+
 typedef struct ssl_st SSL;
 typedef struct ssl_ctx_st SSL_CTX;
 typedef struct ssl_session_st SSL_SESSION;
@@ -36,9 +38,12 @@ class TlsSession {
   static constexpr const char* kIdentityPrefix = "crx-migrate-v1";
 
   // `kernel`: the connection will be handed to the kernel after the
-  // handshake (the page channel; see kernel_tls.hpp).
-  TlsSession(Role role, const SharedKey& key, int fd, std::string peer, bool kernel);
-  TlsSession(Role role, const CertCredentials& cert, int fd, std::string peer, bool kernel);
+  // handshake (the page channel; see kernel_tls.hpp). `cipher`: the suites
+  // to offer or accept, in the order tls_cipher.hpp says.
+  TlsSession(Role role, const SharedKey& key, int fd, std::string peer, bool kernel,
+             TlsCipher cipher = TlsCipher::Auto);
+  TlsSession(Role role, const CertCredentials& cert, int fd, std::string peer, bool kernel,
+             TlsCipher cipher = TlsCipher::Auto);
   ~TlsSession();
   TlsSession(const TlsSession&) = delete;
   TlsSession& operator=(const TlsSession&) = delete;
@@ -61,13 +66,16 @@ class TlsSession {
   // socket blocking again. From then on the fd is used without OpenSSL.
   void hand_to_kernel();
 
+  // The suite the handshake agreed on (after it).
+  TlsCipher negotiated() const;
+
  private:
   static int use_psk(SSL*, const EVP_MD*, const unsigned char**, size_t*, SSL_SESSION**);
   static int find_psk(SSL*, const unsigned char*, size_t, SSL_SESSION**);
   static void keylog(const SSL*, const char*);
   static int select_alpn(SSL*, const unsigned char**, unsigned char*, const unsigned char*,
                          unsigned int, void*);
-  void init(Role role);  // the context and connection both kinds share
+  void init(Role role, TlsCipher cipher);  // the context and connection both kinds share
   void finish_init();
   SSL_SESSION* psk_session();
   [[noreturn]] void fail(const char* what, int ssl_error);

@@ -72,6 +72,16 @@ TEST(MigrateConfig, PrepareRestoreIsOnUnlessSwitchedOff) {
             std::string::npos);
 }
 
+TEST(MigrateConfig, TlsCipherIsAutoUnlessOneIsNamed) {
+  using crx::migrate::TlsCipher;
+  EXPECT_EQ(parse_migrate_config("", "x").tls_cipher, TlsCipher::Auto);
+  EXPECT_EQ(parse_migrate_config("migration:\n  tls_cipher: chacha20-poly1305\n", "x").tls_cipher,
+            TlsCipher::Chacha20Poly1305);
+  EXPECT_EQ(error_of("migration:\n  tls_cipher: rc4\n"),
+            "/etc/crx/config.yaml: migration.tls_cipher: unknown TLS cipher \"rc4\" (auto, "
+            "aes-128-gcm or chacha20-poly1305)");
+}
+
 TEST(MigrateConfig, UnknownKeysAreNamed) {
   EXPECT_EQ(error_of("migration:\n  listn: 1.2.3.4:5\n"),
             "/etc/crx/config.yaml: unknown key migration.listn");

@@ -77,6 +77,9 @@ enum class Mode { Clear, Ktls, KtlsRelay, UserTls };
 struct Options {
   Mode mode = Mode::Clear;
   std::string mode_name;
+  // The TLS suite, one setting on both ends (not auto: a mode's numbers
+  // must not depend on what this kernel measures fastest).
+  TlsCipher cipher = TlsCipher::Aes128Gcm;
   uint64_t bytes = 1ull << 30;
   std::string server_netns, client_netns;
   std::string server_addr = "127.0.0.1";
@@ -167,12 +170,17 @@ struct End {
   std::unique_ptr<PageRelay> relay;  // ktls-relay, receiver: fd is the relay's peer end
 };
 
+Credentials credentials(const Options& o) {
+  return {o.mode == Mode::Clear ? WireSecurity::Plaintext : WireSecurity::Tls, &key(), nullptr,
+          o.cipher};
+}
+
 End connect_sender(const Options& o, int port) {
   UniqueFd fd = connect_tcp(parse_host_port(o.server_addr + ":" + std::to_string(port)), 10s);
   End e;
   if (o.mode == Mode::UserTls) {
     e.tls = std::make_unique<TlsSession>(TlsSession::Role::Client, key(), fd.get(), "receiver",
-                                         false);
+                                         false, o.cipher);
     e.tls->set_identity(std::string(TlsSession::kIdentityPrefix) + " bench " + kSession);
     tls_handshake(*e.tls, fd.get());
     e.fd = std::move(fd);
@@ -180,8 +188,7 @@ End connect_sender(const Options& o, int port) {
   }
   FrameConn c(std::move(fd), "receiver");
   c.set_timeout(30s);
-  authenticate_as_client(c, key(), "pages", kSession,
-                         o.mode == Mode::Clear ? WireSecurity::Plaintext : WireSecurity::Tls);
+  authenticate_as_client(c, credentials(o), "pages", kSession);
   e.fd = c.release_fd();  // TLS: now kernel TLS
   set_blocking(e.fd.get());
   return e;
@@ -192,15 +199,14 @@ End accept_receiver(const Options& o, TcpListener& server) {
   End e;
   if (o.mode == Mode::UserTls) {
     e.tls = std::make_unique<TlsSession>(TlsSession::Role::Server, key(), fd.get(), "sender",
-                                         false);
+                                         false, o.cipher);
     tls_handshake(*e.tls, fd.get());
     e.fd = std::move(fd);
     return e;
   }
   FrameConn c(std::move(fd), "sender");
   c.set_timeout(30s);
-  AuthPeer who = authenticate_as_server(
-      c, key(), o.mode == Mode::Clear ? WireSecurity::Plaintext : WireSecurity::Tls);
+  AuthPeer who = authenticate_as_server(c, credentials(o));
   if (who.channel != "pages") throw Error("the sender opened channel " + who.channel);
   e.fd = c.release_fd();
   set_blocking(e.fd.get());
@@ -361,8 +367,10 @@ Options parse(int argc, char** argv) {
     else if (a == "--client-netns") o.client_netns = val();
     else if (a == "--server-addr") o.server_addr = val();
     else if (a == "--port") o.port = std::stoi(val());
+    else if (a == "--cipher") o.cipher = parse_tls_cipher(val(), "--cipher");
     else
       throw Error("usage: crx_bench_tls --mode clear|ktls|ktls-relay|user-tls [--bytes 1G] "
+                  "[--cipher aes-128-gcm|chacha20-poly1305] "
                   "[--server-netns NS --client-netns NS --server-addr IP] [--port N]");
   }
   if (o.mode_name == "clear") o.mode = Mode::Clear;
@@ -370,6 +378,7 @@ Options parse(int argc, char** argv) {
   else if (o.mode_name == "ktls-relay") o.mode = Mode::KtlsRelay;
   else if (o.mode_name == "user-tls") o.mode = Mode::UserTls;
   else throw Error("--mode must be clear, ktls, ktls-relay or user-tls");
+  if (o.cipher == TlsCipher::Auto) throw Error("--cipher: name one suite");
   return o;
 }
 
@@ -421,10 +430,11 @@ int main(int argc, char** argv) {
                            : o.mode == Mode::KtlsRelay ? "PageRelay+read"
                                                        : "read";
     std::printf(
-        "{\"mode\": \"%s\", \"bytes\": %" PRIu64 ", \"seconds\": %.6f, \"mib_per_s\": %.3f, "
-        "\"send\": \"%s\", \"receive\": \"%s\", \"sender_cpu\": %.3f, "
+        "{\"mode\": \"%s\", \"cipher\": \"%s\", \"bytes\": %" PRIu64 ", \"seconds\": %.6f, "
+        "\"mib_per_s\": %.3f, \"send\": \"%s\", \"receive\": \"%s\", \"sender_cpu\": %.3f, "
         "\"receiver_cpu\": %.3f, \"process_cpu\": %.3f}\n",
-        o.mode_name.c_str(), o.bytes, s.seconds,
+        o.mode_name.c_str(), o.mode == Mode::Clear ? "none" : tls_cipher_name(o.cipher), o.bytes,
+        s.seconds,
         static_cast<double>(o.bytes) / (1 << 20) / s.seconds, how_sent, how_read, s.cpu,
         recv_cpu, s.process_cpu);
     return 0;

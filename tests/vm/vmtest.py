@@ -101,12 +101,14 @@ def boot_shared(n, prepare, **kw):
 
 
 # What a guest's first migration loads on both ends: CRIU's socket dumping
-# (*_diag) and checks (tun, veth, crc32c), its network lock (nf_tables) and
-# kernel TLS with AES-GCM. About 20 modprobes, 6-8 s under TCG, that made a
+# (*_diag) and checks (tun, veth, crc32c), its network lock (nf_tables),
+# kernel TLS with AES-GCM or ChaCha20-Poly1305 and the AF_ALG socket crx
+# measures them through. About 25 modprobes, 6-8 s under TCG, that made a
 # bed's first migration freeze that much longer than the next ones (a real
 # host pays milliseconds once), and cases that run traffic for a fixed time
 # against their moves lost it.
 MIGRATION_MODULES = ("tls gcm ctr ghash_clmulni_intel cryptd crc32c_intel libcrc32c "
+                     "algif_aead chacha20poly1305 chacha_generic poly1305_generic "
                      "af_packet_diag inet_diag tcp_diag udp_diag raw_diag unix_diag "
                      "netlink_diag nf_tables nfnetlink tun veth")
 

@@ -8,6 +8,9 @@ it passed iteration --move-at; per repetition, interleaved:
 - rc: the job over UCX rc_v on rxe, unmigrated;
 - rc+crx: the same job, rank 0 moved by `crx migrate` (crx-mpi-agent move,
   --pre-copy N), its verbs objects with it;
+- rc+crx-aes: rc+crx with --tls-cipher aes-128-gcm (crx's suite before
+  it measured the kernel's: the A/B of that choice, which picks
+  ChaCha20-Poly1305 in the bed's guests);
 - rc+crx-resend: rc+crx with --no-page-dedup (every page CRIU dumps is
   sent, as before crx's page filter: the A/B of that filter);
 - rc-lean, rc-lean+crx: the same two with UCX's receive pools sized for
@@ -55,13 +58,13 @@ DOWNTIME_GOAL = 0.3
 # registered, pinned memory that every migration's final round carries):
 # bundles/mpi/README.md, "Receive pools".
 UCX_LEAN = " -x UCX_RC_VERBS_RX_QUEUE_LEN=256 -x UCX_UD_VERBS_RX_QUEUE_LEN=256"
-WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
+WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"), ("rc+crx-aes", UCX_ENV, "live-aes"),
         ("rc+crx-resend", UCX_ENV, "live-resend"),
         ("rc-lean", UCX_ENV + UCX_LEAN, None), ("rc-lean+crx", UCX_ENV + UCX_LEAN, "live"),
         ("tcp", UCX_TCP_ENV, None), ("tcp+crx", UCX_TCP_ENV, "live"),
         ("tcp+crx-clear", UCX_TCP_ENV, "live-clear"),
         ("tcp+runc-way", UCX_TCP_ENV, "checkpoint"))
-BASE = {"rc+crx": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
+BASE = {"rc+crx": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
 def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
@@ -76,7 +79,9 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
             rc, report, err, took = bed.move("r0", 0, 3, pre_copy=pre_copy if live else 0,
                                              way="live" if live else way,
                                              plaintext=way == "live-clear",
-                                             no_page_dedup=way == "live-resend")
+                                             no_page_dedup=way == "live-resend",
+                                             tls_cipher="aes-128-gcm" if way == "live-aes"
+                                             else None)
             if rc != 0:
                 raise AssertionError(f"{name}: move failed ({rc}): {err}\n{bed.logs()}")
             rec["report"], rec["move_s"] = report, took

@@ -180,17 +180,20 @@ class MpiBed:
         return wait_until(reached, 600, lambda: f"{tag} to reach iteration {at}:\n"
                                                 f"{self.read(tag + '.err')[-2000:]}")
 
-    def move(self, host, src, dst, pre_copy=0, way="live", plaintext=False, no_page_dedup=False):
+    def move(self, host, src, dst, pre_copy=0, way="live", plaintext=False, no_page_dedup=False,
+             tls_cipher=None):
         """crx-mpi-agent move from g0 (any node would do): (rc, report or
         None, stderr, seconds). way "checkpoint": the runc way; plaintext:
-        crx migrate --insecure-plaintext; no_page_dedup: --no-page-dedup."""
+        crx migrate --insecure-plaintext; no_page_dedup: --no-page-dedup;
+        tls_cipher: --tls-cipher."""
         t = time.monotonic()
         rc, out, err = self.tb.run(
             0, f"python3 {AGENT} move {host} --from {self.tb.ip(src)}:{PORT} "
                f"--to {self.tb.ip(dst)}:{PORT} --key /tmp/mpi-key "
                f"--migrate-port {MIGRATE_PORT} --pre-copy {pre_copy} --way {way}"
                + (" --insecure-plaintext" if plaintext else "")
-               + (" --no-page-dedup" if no_page_dedup else ""), timeout=900)
+               + (" --no-page-dedup" if no_page_dedup else "")
+               + (f" --tls-cipher {tls_cipher}" if tls_cipher else ""), timeout=900)
         took = time.monotonic() - t
         report = json.loads(out.strip().splitlines()[-1]) if rc == 0 else None
         return rc, report, err, took

@@ -2,9 +2,11 @@
 
 #include <linux/if_alg.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstring>
 #include <mutex>
@@ -98,8 +100,22 @@ std::optional<TlsCipher> tls_cipher_of_suite(uint16_t id) {
   return std::nullopt;
 }
 
+bool release_has_ktls_chacha(std::string_view release) {
+  int major = 0, minor = 0;
+  const char* end = release.data() + release.size();
+  auto [p, ec] = std::from_chars(release.data(), end, major);
+  if (ec != std::errc() || p == end || *p != '.') return false;
+  if (std::from_chars(p + 1, end, minor).ec != std::errc()) return false;
+  return major > 5 || (major == 5 && minor >= 11);
+}
+
 std::string tls13_ciphersuites(TlsCipher setting) {
   if (setting != TlsCipher::Auto) return suite(setting).iana;
+  static const bool chacha_in_ktls = [] {
+    utsname u{};
+    return ::uname(&u) == 0 && release_has_ktls_chacha(u.release);
+  }();
+  if (!chacha_in_ktls) return suite(TlsCipher::Aes128Gcm).iana;
   TlsCipher first = faster_kernel_cipher();
   TlsCipher second =
       first == TlsCipher::Aes128Gcm ? TlsCipher::Chacha20Poly1305 : TlsCipher::Aes128Gcm;

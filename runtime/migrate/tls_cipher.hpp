@@ -13,7 +13,8 @@
 //
 // "auto" (the default) lets the kernel that will seal the pages decide:
 // the faster of the two in a short AF_ALG run of the same kernel
-// implementations kTLS uses, once per process. The connecting side (crx
+// implementations kTLS uses, once per process. A kernel older than 5.11
+// has no ChaCha20 in kTLS: auto then offers and accepts AES-GCM only. The connecting side (crx
 // migrate) offers its order and the receiver takes the first it allows,
 // so the sender's kernel, which encrypts every page, picks. A setting of
 // one suite offers (or accepts) only that one.
@@ -41,7 +42,8 @@ uint16_t tls13_suite_id(TlsCipher c);
 std::optional<TlsCipher> tls_cipher_of_suite(uint16_t id);
 
 // OpenSSL's TLS 1.3 ciphersuites string for `setting`: the preferred suite
-// first (Auto: faster_kernel_cipher()), or the one suite a setting names.
+// first (Auto: faster_kernel_cipher(); AES-GCM alone on a kernel without
+// ChaCha20 in kTLS), or the one suite a setting names.
 std::string tls13_ciphersuites(TlsCipher setting);
 
 // The faster of two measured throughputs (bytes per second); AES-GCM when
@@ -52,6 +54,10 @@ TlsCipher faster_cipher(std::optional<double> aes_gcm, std::optional<double> cha
 // 16 KiB records, kTLS's record size), or nullopt when the kernel cannot
 // say (no AF_ALG, no such algorithm).
 std::optional<double> kernel_aead_bytes_per_second(TlsCipher c, size_t bytes);
+
+// Whether a kernel of this release (uname -r, "6.1.0-56-amd64") has
+// ChaCha20-Poly1305 in kTLS: 5.11 or later.
+bool release_has_ktls_chacha(std::string_view release);
 
 // faster_cipher() of the two kernel measurements, measured on first use
 // (about 20 ms under the test bed's emulator, well under 1 ms on hardware).

@@ -5,6 +5,7 @@
 // in tests/host/migrate_ktls_test.cpp, run in a guest).
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/utsname.h>
 
 #include <future>
 #include <string>
@@ -55,11 +56,26 @@ TEST(MigrateTlsCipher, ASettingOffersOnlyItsSuiteAutoOffersBothFasterFirst) {
   EXPECT_EQ(crx::migrate::tls13_ciphersuites(TlsCipher::Chacha20Poly1305),
             "TLS_CHACHA20_POLY1305_SHA256");
   const std::string both = crx::migrate::tls13_ciphersuites(TlsCipher::Auto);
-  if (crx::migrate::faster_kernel_cipher() == TlsCipher::Chacha20Poly1305) {
+  utsname u{};
+  ASSERT_EQ(::uname(&u), 0);
+  if (!crx::migrate::release_has_ktls_chacha(u.release)) {
+    EXPECT_EQ(both, "TLS_AES_128_GCM_SHA256");
+  } else if (crx::migrate::faster_kernel_cipher() == TlsCipher::Chacha20Poly1305) {
     EXPECT_EQ(both, "TLS_CHACHA20_POLY1305_SHA256:TLS_AES_128_GCM_SHA256");
   } else {
     EXPECT_EQ(both, "TLS_AES_128_GCM_SHA256:TLS_CHACHA20_POLY1305_SHA256");
   }
+}
+
+TEST(MigrateTlsCipher, KtlsHasChachaFromLinux511) {
+  using crx::migrate::release_has_ktls_chacha;
+  EXPECT_TRUE(release_has_ktls_chacha("6.1.0-56-amd64"));  // Debian 12, the guests
+  EXPECT_TRUE(release_has_ktls_chacha("5.11.0"));
+  EXPECT_TRUE(release_has_ktls_chacha("10.0"));
+  EXPECT_FALSE(release_has_ktls_chacha("5.10.0-28-amd64"));  // Debian 11
+  EXPECT_FALSE(release_has_ktls_chacha("4.19.0"));
+  EXPECT_FALSE(release_has_ktls_chacha("garbage"));
+  EXPECT_FALSE(release_has_ktls_chacha("6"));
 }
 
 TEST(MigrateTlsCipher, TheFasterMeasuredCipherWinsAesGcmWhenUnknown) {

@@ -25,7 +25,7 @@ RUN apt-get update \
       build-essential dpkg-dev debhelper dh-dkms fakeroot \
       cmake g++ ninja-build pkg-config python3 \
       libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev \
-      libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libxxhash-dev \
+      libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libxxhash-dev libarchive-dev \
       libibverbs-dev criu \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 # Built as an unprivileged user, as Debian's buildds do: a RUN step is root

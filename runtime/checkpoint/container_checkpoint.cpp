@@ -147,8 +147,8 @@ std::vector<OutsideProcess> check_outside_processes(const SourceContainer& s, bo
   return outside;
 }
 
-void add_recreated_mounts(DumpOptions& o, const SourceContainer& s) {
-  for (auto& m : recreated_dump_mounts(s.spec, s.pid)) {
+void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir) {
+  for (auto& m : recreated_dump_mounts(s.spec, s.pid, images_dir)) {
     log::debug("checkpoint: " + m.key + " is recreated on restore, not dumped");
     o.ext_mounts.push_back(std::move(m));
   }
@@ -229,7 +229,7 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     // Frozen, nothing can start: look again (a `crx exec` may have come
     // in since the first look).
     left_out = check_outside_processes(src, r.kill_exec);
-    add_recreated_mounts(o, src);
+    add_recreated_mounts(o, src, r.image_path);
     o.leave_running = true;
   }
   write_carried_state(r.image_path, carried_state_of(src.state, src.paused));

@@ -122,10 +122,11 @@ struct SourceContainer {
 };
 SourceContainer prepare_source(const container::GlobalOptions& g, const std::string& id,
                                const CriuFlags& flags);
-// For the final dump of a FROZEN container: its empty tmpfs mounts that
-// restore makes again (recreated_mounts.hpp) become external mounts, so
-// CRIU neither packs nor unpacks them.
-void add_recreated_mounts(DumpOptions& o, const SourceContainer& s);
+// For the final dump of a FROZEN container: the tmpfs mounts that restore
+// makes again (recreated_mounts.hpp) become external mounts, so CRIU
+// neither packs nor unpacks them; the contents of those that hold files go
+// into images_dir (carried_tmpfs.hpp).
+void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir);
 void freeze_container(const container::GlobalOptions& g, const std::string& id);
 void thaw_container(const container::GlobalOptions& g, const std::string& id);
 // Refuses (crx::Error, one line) when processes outside the init's tree

@@ -206,6 +206,8 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     if (pid_file.empty() && r_.carried_pid_file && carried) pid_file = carried->pid_file;
 
     UniqueFd images = open_image_dir(images_dir, false);
+    // The tmpfs contents the dump carried, into the mounts CRIU binds in.
+    if (tmpfs_) tmpfs_->fill(images_dir);
     // Or the restored namespace keeps CRIU's lock (nft_lock_tables.hpp).
     drop_criu_lock_tables(images.get());
     RestoreOptions o = o_;

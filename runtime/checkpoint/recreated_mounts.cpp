@@ -1,5 +1,6 @@
 #include "checkpoint/recreated_mounts.hpp"
 
+#include "checkpoint/carried_tmpfs.hpp"
 #include "checkpoint/recreated_dev.hpp"
 
 #include <dirent.h>
@@ -53,14 +54,20 @@ std::vector<std::string> split_spaces(const std::string& line) {
   return f;
 }
 
-// True when `path` (absolute, inside the process's root) is a directory
-// with no entries. Resolved inside that root (symlinks cannot lead out).
-bool dir_is_empty_in(int root_fd, const std::string& path) {
+// The directory `path` (absolute, inside the process's root), resolved
+// inside that root (symlinks cannot lead out); -1 (errno set) otherwise.
+UniqueFd open_dir_in(int root_fd, const std::string& path) {
   struct open_how how{};
   how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
   how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
   std::string rel = path.size() > 1 ? path.substr(1) : ".";
-  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how)));
+  return UniqueFd(static_cast<int>(::syscall(SYS_openat2, root_fd, rel.c_str(), &how, sizeof how)));
+}
+
+// True when `path` (absolute, inside the process's root) is a directory
+// with no entries.
+bool dir_is_empty_in(int root_fd, const std::string& path) {
+  UniqueFd fd = open_dir_in(root_fd, path);
   if (!fd) return false;
   DIR* d = ::fdopendir(fd.get());
   if (!d) return false;
@@ -78,6 +85,25 @@ bool dir_is_empty_in(int root_fd, const std::string& path) {
 }
 
 constexpr const char* kNamePrefix = "crx-tmpfs:";
+
+// Packs the tmpfs at `path` (inside the process's root) into the images
+// dir (carried_tmpfs.hpp). False, logged, when crx does not carry it.
+bool carry_contents(int root_fd, const std::string& path, const std::string& images_dir) {
+  UniqueFd dir = open_dir_in(root_fd, path);
+  if (!dir) {
+    log::debug("checkpoint: cannot open " + path + ": " + std::strerror(errno));
+    return false;
+  }
+  try {
+    auto why_not = pack_tmpfs("/proc/self/fd/" + std::to_string(dir.get()), images_dir,
+                              carried_tmpfs_file(path));
+    if (why_not) log::debug("checkpoint: " + path + ": " + *why_not);
+    return !why_not;
+  } catch (const Error& e) {
+    log::debug("checkpoint: packing " + path + ": " + e.what());
+    return false;
+  }
+}
 
 }  // namespace
 
@@ -128,7 +154,7 @@ std::vector<MountPoint> parse_mount_points(const std::string& mountinfo) {
 
 std::vector<ExternalMount> choose_recreated_mounts(
     const std::vector<TmpfsMount>& candidates, const std::vector<MountPoint>& mounts,
-    const std::function<bool(const std::string&)>& is_empty) {
+    const std::function<bool(const std::string&)>& recreatable) {
   std::map<std::string, std::vector<std::string>> at;  // mount point -> fs types
   for (const auto& m : mounts) at[m.path].push_back(m.fstype);
   std::vector<ExternalMount> out;
@@ -140,8 +166,8 @@ std::vector<ExternalMount> choose_recreated_mounts(
                  " is not exactly one tmpfs mount; CRIU dumps it");
       continue;
     }
-    if (!is_empty(c.destination)) {
-      log::debug("checkpoint: " + c.destination + " is not empty; CRIU dumps its contents");
+    if (!recreatable(c.destination)) {
+      log::debug("checkpoint: crx does not carry " + c.destination + "; CRIU dumps its contents");
       continue;
     }
     out.push_back({c.destination, recreated_mount_name(c.destination)});
@@ -149,7 +175,8 @@ std::vector<ExternalMount> choose_recreated_mounts(
   return out;
 }
 
-std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid) {
+std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid,
+                                                 const std::string& images_dir) {
   auto candidates = recreatable_tmpfs(s);
   if (candidates.empty()) return {};
   std::string proc = "/proc/" + std::to_string(pid);
@@ -166,8 +193,11 @@ std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid)
                std::strerror(errno));
     return {};
   }
-  return choose_recreated_mounts(candidates, parse_mount_points(mountinfo),
-                                 [&](const std::string& p) { return dir_is_empty_in(root.get(), p); });
+  auto recreatable = [&](const std::string& p) {
+    if (dir_is_empty_in(root.get(), p)) return true;
+    return !images_dir.empty() && carry_contents(root.get(), p, images_dir);
+  };
+  return choose_recreated_mounts(candidates, parse_mount_points(mountinfo), recreatable);
 }
 
 StagedTmpfs::StagedTmpfs(const spec::Spec& s, std::string dir) : dir_(std::move(dir)) {
@@ -196,6 +226,7 @@ StagedTmpfs::StagedTmpfs(const spec::Spec& s, std::string dir) : dir_(std::move(
       if (::mount(nullptr, at.c_str(), nullptr, MS_PRIVATE, nullptr) != 0)
         throw_errno("make " + at + " private");
       ext_.push_back({recreated_mount_name(c.destination), at});
+      staged_.emplace_back(c.destination, at);
     }
   } catch (...) {
     release();
@@ -204,6 +235,13 @@ StagedTmpfs::StagedTmpfs(const spec::Spec& s, std::string dir) : dir_(std::move(
 }
 
 StagedTmpfs::~StagedTmpfs() { release(); }
+
+void StagedTmpfs::fill(const std::string& images_dir) const {
+  for (const auto& [destination, at] : staged_) {
+    std::string archive = images_dir + "/" + carried_tmpfs_file(destination);
+    if (path_exists(archive)) unpack_tmpfs(archive, at);
+  }
+}
 
 void StagedTmpfs::release() noexcept {
   for (const auto& at : mounted_) {

@@ -1,15 +1,17 @@
 // tmpfs mounts crx can make again on restore instead of having CRIU pack
 // them: the empty read-only tmpfs crx mounts on masked directories
-// (linux.maskedPaths) and the spec's tmpfs mounts (e.g. /dev/shm) when they
-// are empty at dump time. CRIU packs every tmpfs it dumps with
-// `tar --gzip` and unpacks it on restore: a helper process each way, which
-// costs 1-3 s per mount under TCG, all of it inside a migration's downtime.
+// (linux.maskedPaths) and the spec's tmpfs mounts (e.g. /dev/shm, /tmp).
+// CRIU packs every tmpfs it dumps with `tar --gzip` and unpacks it on
+// restore: a helper process each way, which costs 1-3 s per mount under
+// TCG, all of it inside a migration's downtime.
 //
 // Dump: such a mount becomes a CRIU external mount named
-// "crx-tmpfs:<destination>" (checked while the container is frozen: a
-// mount that holds anything is left to CRIU). Restore: crx mounts a fresh
-// tmpfs with the same flags and data for every candidate under the state
-// dir, CRIU binds it in under that name, and crx detaches its own mount
+// "crx-tmpfs:<destination>" (checked while the container is frozen). One
+// that holds files has them packed by crx into the images dir
+// (carried_tmpfs.hpp); one crx does not carry is left to CRIU. Restore:
+// crx mounts a fresh tmpfs with the same flags and data for every candidate
+// under the state dir, fills it from the images dir's archive if there is
+// one, CRIU binds it in under that name, and crx detaches its own mount
 // afterwards, so the container again has a tmpfs of its own there.
 // Images from before (without these names) restore as before: unused names
 // are ignored by CRIU.
@@ -18,6 +20,7 @@
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/criu_options.hpp"
@@ -49,16 +52,19 @@ struct MountPoint {
 std::vector<MountPoint> parse_mount_points(const std::string& mountinfo);
 
 // The candidates that may be external: exactly one tmpfs mounted at the
-// destination and is_empty(destination) true. Why others are not is logged
-// at debug level.
+// destination and recreatable(destination) true (empty, or its contents
+// carried). Why others are not is logged at debug level.
 std::vector<ExternalMount> choose_recreated_mounts(
     const std::vector<TmpfsMount>& candidates, const std::vector<MountPoint>& mounts,
-    const std::function<bool(const std::string&)>& is_empty);
+    const std::function<bool(const std::string&)>& recreatable);
 
 // The same for a running container process (its mountinfo and root); call
 // it while the container is frozen, so nothing lands in a mount after the
-// check. Unreadable or odd paths count as not empty.
-std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid);
+// check. With `images_dir`, a tmpfs holding files is packed there
+// (carried_tmpfs.hpp); without, only empty ones are chosen. Unreadable or
+// odd paths are left to CRIU.
+std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid,
+                                                 const std::string& images_dir);
 
 // Restore: a fresh tmpfs for every candidate and a /dev as crx makes it
 // (recreated_dev.hpp), mounted (private) under `dir`; ext_mounts() maps the dump's names to them. The destructor
@@ -70,10 +76,14 @@ class StagedTmpfs {
   StagedTmpfs(const StagedTmpfs&) = delete;
   StagedTmpfs& operator=(const StagedTmpfs&) = delete;
   const std::vector<ExternalMount>& ext_mounts() const { return ext_; }
+  // Fills each staged tmpfs whose contents the dump carried (an archive in
+  // images_dir); call it once the images are there, before CRIU runs.
+  void fill(const std::string& images_dir) const;
 
  private:
   void release() noexcept;
   std::string dir_;
+  std::vector<std::pair<std::string, std::string>> staged_;  // destination, mount
   std::vector<std::string> mounted_;
   std::vector<ExternalMount> ext_;
 };

@@ -211,7 +211,7 @@ void CriuSource::run_dump(
   o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
   // The container is frozen for the final dump: its empty tmpfs mounts can
   // be made again at the destination instead of packed.
-  if (final_dump) checkpoint::add_recreated_mounts(o, src_);
+  if (final_dump) checkpoint::add_recreated_mounts(o, src_, images_dir);
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of
   // the channel, the caller keeps its own.
@@ -261,7 +261,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   // Frozen (cgroup) before CRIU starts: with leave_running CRIU leaves it
   // frozen after the lazy phase too, for destroy() or the operator.
   o.leave_running = true;
-  checkpoint::add_recreated_mounts(o, src_);
+  checkpoint::add_recreated_mounts(o, src_, images_dir);
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
                                         std::move(page_fd));
 }

@@ -695,24 +695,44 @@ class CheckpointFlagsTest(VmTestCase):
         self.assertEqual(self.status(cid), "running")
         self.wait_for_count(cid, self.counts(cid)[-1] + 2)
 
-    def test_dev_and_dev_shm_with_data_are_dumped_by_criu(self):
-        """A file in /dev/shm and one in /dev at checkpoint time: CRIU packs
-        /dev/shm and /dev as always (the masked dirs are still left out),
-        the files are there after the restore."""
+    def test_dev_shm_with_data_is_carried_by_crx_and_dev_by_criu(self):
+        """Files in /dev/shm at checkpoint time: crx packs them itself
+        (runtime/checkpoint/carried_tmpfs: an archive in the images dir,
+        /dev/shm an external mount, no tar of CRIU's) and they are there
+        after the restore with their modes, a directory and a symlink. A
+        file added to /dev leaves /dev to CRIU's tar. A hard link in
+        /dev/shm leaves it to CRIU too, and both names come back as one
+        file."""
         cid = "shmdata"
-        self.bundle(cid, QUIET + "echo kept > /dev/shm/data; echo dev > /dev/appfile; " + COUNTER)
+        self.bundle(cid, QUIET + "echo kept > /dev/shm/data; chmod 604 /dev/shm/data; "
+                              "mkdir -m 710 /dev/shm/sub; echo inner > /dev/shm/sub/f; "
+                              "ln -s data /dev/shm/link; echo dev > /dev/appfile; " + COUNTER)
         self.run_container(cid)
         self.wait_for_count(cid, 3)
         before = self.tmpfs_mounts(cid)
+        listing = f"{CRX} exec {cid} sh -c 'cd /dev/shm && stat -c \"%n %f %u %g %s\" * sub/*'"
+        files = self.g(listing)
         self.checkpoint(cid, "--image-path /tmp/shmdata")
-        self.assertEqual(self.dumped_as_external("/tmp/shmdata/dump.log"), set(self.TMPFS[:2]))
+        self.assertEqual(self.dumped_as_external("/tmp/shmdata/dump.log"), set(self.TMPFS))
+        self.assertEqual(self.g("ls /tmp/shmdata | grep crx-tmpfs").split(),
+                         ["crx-tmpfs-%2Fdev%2Fshm.tar"])
         stopped = self.counts(cid)
         self.restore(cid, "-d --image-path /tmp/shmdata")
         self.assert_counts_on(cid, stopped)
-        self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/shm/data").strip(), "kept")
+        self.assertEqual(self.g(listing), files, "names, modes, owners and sizes")
+        self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/shm/link /dev/shm/sub/f").split(),
+                         ["kept", "inner"])
         self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/appfile").strip(), "dev")
         self.assertEqual(self.tmpfs_mounts(cid), before)
         self.assert_masked_dirs_empty_and_read_only(cid)
+        # A hard link: CRIU's tar, which keeps it one file.
+        self.g(f"{CRX} exec {cid} ln /dev/shm/data /dev/shm/hard")
+        self.checkpoint(cid, "--image-path /tmp/shmhard")
+        self.assertEqual(self.dumped_as_external("/tmp/shmhard/dump.log"), set(self.TMPFS[:2]))
+        self.assertEqual(self.g("ls /tmp/shmhard | grep -c crx-tmpfs || true").strip(), "0")
+        self.restore(cid, "-d --image-path /tmp/shmhard")
+        self.assertEqual(self.g(f"{CRX} exec {cid} stat -c %h /dev/shm/hard").strip(), "2")
+        self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/shm/hard").strip(), "kept")
 
     def test_bad_input_leaves_nothing_behind(self):
         cid = "bad"

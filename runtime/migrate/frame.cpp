@@ -124,11 +124,14 @@ void FrameConn::wait_ready(short events, const char* what) {
   if (timeout_.count() <= 0 && !tls_) return;
   struct pollfd p{fd_.get(), events, 0};
   int wait_ms = timeout_.count() > 0 ? static_cast<int>(timeout_.count()) : -1;
-  int r = retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
-  if (r < 0) throw_errno(std::string("poll ") + peer_);
-  if (r == 0) {
+  for (;;) {
+    int r = retry_eintr([&] { return ::poll(&p, 1, wait_ms); });
+    if (r < 0) throw_errno(std::string("poll ") + peer_);
+    if (r > 0) return;
+    if (busy_ && busy_()) continue;
     throw Error(std::string("timed out after ") + std::to_string(timeout_.count() / 1000) +
-                " s " + what + " " + peer_);
+                    " s " + what + " " + peer_,
+                Cause::TimedOut);
   }
 }
 

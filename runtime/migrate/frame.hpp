@@ -9,6 +9,7 @@
 #pragma once
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -79,6 +80,10 @@ class FrameConn {
   size_t max_frame() const { return max_frame_; }
   // Per-operation timeout; zero = wait forever.
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+  // Asked each time a wait times out: true when the peer is known to be
+  // busy elsewhere (a migration's page channel still moving), so the wait
+  // starts again; unset or false: the time-out error. May throw.
+  void set_busy_check(std::function<bool()> check) { busy_ = std::move(check); }
 
   // Thread-safe with respect to other send() calls.
   void send(FrameType type, std::string_view payload = {});
@@ -119,6 +124,7 @@ class FrameConn {
   std::string peer_;
   size_t max_frame_ = kDefaultMaxFrame;
   std::chrono::milliseconds timeout_{30000};
+  std::function<bool()> busy_;
   std::unique_ptr<std::mutex> send_mutex_ = std::make_unique<std::mutex>();
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;

@@ -1,6 +1,7 @@
 #include "migrate/receiver.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -184,6 +185,7 @@ class Receiver {
             page_sink_->wait(o_.timeout);
             page_sink_.reset();
           }
+          unwatch_page_channel();
           RoundReport r{round->round, round->final, page_bytes_in(rdir), done.image_bytes,
                         std::chrono::duration<double>(Clock::now() - round_t0).count()};
           rep_.rounds.push_back(r);
@@ -231,7 +233,37 @@ class Receiver {
       lazy_channel_ = accept_page_channel();
       return;
     }
-    page_sink_ = dest_.start_page_server(rdir, accept_page_channel());
+    UniqueFd channel = accept_page_channel();
+    watch_page_channel(channel.get());
+    page_sink_ = dest_.start_page_server(rdir, std::move(channel));
+  }
+
+  // While a round's pages flow, the control link may stay silent for
+  // longer than a network step's time-out (a pre-copy round of a large
+  // container on a slow link): its waits go on as long as the page channel
+  // keeps receiving, counted by the kernel on a copy of the socket (CRIU's
+  // page server reads the channel itself).
+  void watch_page_channel(int fd) {
+    page_watch_.reset(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
+    if (!page_watch_) throw_errno("duplicating the page channel");
+    page_watch_bytes_ = 0;
+    conn_.set_busy_check([this] {
+      if (page_sink_ && !page_sink_->failure().empty()) return false;
+      uint64_t now = 0;
+      try {
+        now = tcp_bytes_received(page_watch_.get());
+      } catch (const Error&) {
+        return false;  // not TCP: the time-out stands
+      }
+      if (now == page_watch_bytes_) return false;
+      page_watch_bytes_ = now;
+      return true;
+    });
+  }
+
+  void unwatch_page_channel() {
+    conn_.set_busy_check({});
+    page_watch_.reset();
   }
 
   // Post-copy needs the memory in place before the resume where the
@@ -337,6 +369,8 @@ class Receiver {
   bool final_seen_ = false;
   bool lazy_phase_ = false;  // resumed here, memory still coming
   std::unique_ptr<PageSink> page_sink_;
+  UniqueFd page_watch_;  // a round's page channel, only for its byte count
+  uint64_t page_watch_bytes_ = 0;
   std::unique_ptr<PreparedRestore> prepared_;  // from the Accept (or the restore) on
   UniqueFd lazy_channel_;                  // post-copy: until the images are in
   std::unique_ptr<LazyPages> lazy_pages_;  // post-copy: from the images to the last page

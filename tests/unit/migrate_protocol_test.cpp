@@ -121,6 +121,9 @@ struct FakeSource : SourceSide {
   bool refuse_when_frozen = false;
   std::atomic<bool>* cancel_during_dump = nullptr;
   std::atomic<bool>* cancel_during_pre_dump = nullptr;
+  // A slow link: each round's pages go in 16 pieces, one per page_pace;
+  // page_stall: after the first half, nothing for that long.
+  std::chrono::milliseconds page_pace{0}, page_stall{0};
 
   void write_round(const std::string& dir, const std::string& parent, int fd) {
     size_t n = round_bytes[std::min<size_t>(rounds, round_bytes.size() - 1)];
@@ -130,7 +133,12 @@ struct FakeSource : SourceSide {
     if (!parent.empty()) {
       ASSERT_EQ(::symlink(parent.c_str(), (dir + "/parent").c_str()), 0);
     }
-    write_all(fd, n);
+    if (page_pace.count() == 0 && page_stall.count() == 0) return write_all(fd, n);
+    for (int i = 0; i < 16; ++i) {
+      if (i == 8) std::this_thread::sleep_for(page_stall);
+      write_all(fd, n / 16);
+      std::this_thread::sleep_for(page_pace);
+    }
   }
   void pre_dump(const std::string& dir, const std::string& parent, int fd) override {
     if (events) events->add("source pre-dump");
@@ -340,6 +348,7 @@ struct Harness {
   std::atomic<bool> cancel{false};
   bool lazy = false;      // crx migrate --lazy
   bool prepare_restore = true;  // migration.prepare_restore
+  std::chrono::milliseconds receiver_timeout = 10s;
   Events events;
 
   Harness() {
@@ -355,7 +364,7 @@ struct Harness {
     ro.wire = crx::test::protocol_test_wire();
     ro.key = &key;
     ro.image_root = root + "/dst";
-    ro.timeout = 10s;
+    ro.timeout = receiver_timeout;
     ro.commit_timeout = 10s;
     ro.prepare_restore = prepare_restore;
     auto receiver = std::async(std::launch::async, [&] {
@@ -422,6 +431,35 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_FALSE(crx::path_exists(h.root + "/src"));
   EXPECT_FALSE(crx::path_exists(h.root + "/dst/c1-" ));
   EXPECT_NE(r.sender.to_json().find("\"outcome\":\"migrated\""), std::string::npos);
+}
+
+TEST(MigrateProtocol, ARoundLongerThanTheTimeOutGoesOnWhileItsPagesFlow) {
+  // The control link is silent while a round's pages flow: the receiver's
+  // 1 s step time-out must not end a ~3 s round whose page channel moves.
+  Harness h;
+  h.pre_copy = 1;
+  h.receiver_timeout = 1s;
+  h.src.page_pace = 200ms;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "migrated") << r.receiver.error;
+  ASSERT_EQ(r.receiver.rounds.size(), 2u);
+  EXPECT_GT(r.receiver.rounds[0].seconds, 2.0) << "the round outlasted the time-out";
+  EXPECT_EQ(r.receiver.rounds[0].page_bytes, 8u << 20);
+}
+
+TEST(MigrateProtocol, ARoundWhosePagesStopStillTimesOutAndTheSourceRunsOn) {
+  Harness h;
+  h.pre_copy = 1;
+  h.receiver_timeout = 1s;
+  h.src.page_stall = 4s;  // half the pages, then silence on both links
+  Outcome r = h.run();
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_NE(r.receiver.error.find("timed out after 1 s"), std::string::npos) << r.receiver.error;
+  EXPECT_NE(r.sender.outcome, "migrated");
+  EXPECT_EQ(h.src.freezes, 0);
+  EXPECT_EQ(h.src.destroys, 0);
+  EXPECT_EQ(h.dst.restores, 0);
 }
 
 TEST(MigrateProtocol, AutoPreCopyMeasuresEveryRoundAndSaysWhyItStopped) {

@@ -97,6 +97,11 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
 }
 
 void check_migrate_auth(const MigrateConfig& c) {
+  if (c.insecure_plaintext && c.tls_cipher != TlsCipher::Auto) {
+    throw Error("--tls-cipher (migration.tls_cipher) names a TLS cipher, and "
+                "--insecure-plaintext (migration.insecure_plaintext) has no TLS",
+                Cause::Invalid);
+  }
   if (!c.uses_certificates()) {
     if (!c.tls_peer_name.empty()) {
       throw Error("--tls-peer-name (migration.tls_peer_name) needs certificates: --tls-cert, "

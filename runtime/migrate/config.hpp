@@ -68,7 +68,8 @@ struct MigrateConfig {
 
 // The authentication the settings ask for is complete and not
 // contradictory: the three certificate settings together, not with
-// --insecure-plaintext; a peer name only with certificates. Throws Error
+// --insecure-plaintext; a peer name only with certificates; a named
+// cipher not with --insecure-plaintext. Throws Error
 // (Cause::Invalid) naming the flags and config keys.
 void check_migrate_auth(const MigrateConfig& c);
 

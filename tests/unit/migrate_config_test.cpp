@@ -146,6 +146,14 @@ migration:
   EXPECT_NE(error(name_only).first.find("--tls-peer-name (migration.tls_peer_name) needs "
                                         "certificates"),
             std::string::npos);
+  auto clear_cipher = parse_migrate_config("", "x");
+  clear_cipher.insecure_plaintext = true;
+  EXPECT_NO_THROW(crx::migrate::check_migrate_auth(clear_cipher)) << "auto: nothing named";
+  clear_cipher.tls_cipher = crx::migrate::TlsCipher::Chacha20Poly1305;
+  EXPECT_EQ(error(clear_cipher).first,
+            "--tls-cipher (migration.tls_cipher) names a TLS cipher, and --insecure-plaintext "
+            "(migration.insecure_plaintext) has no TLS");
+  EXPECT_EQ(error(clear_cipher).second, crx::Cause::Invalid);
   EXPECT_EQ(error_of("migration:\n  tls_cert_file: [a]\n"),
             "/etc/crx/config.yaml: migration.tls_cert_file has the wrong type");
 }

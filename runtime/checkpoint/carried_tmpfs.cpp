@@ -5,9 +5,12 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -27,7 +30,7 @@ using Entry = std::unique_ptr<struct archive_entry, void (*)(struct archive_entr
               err > 0 ? cause_of_errno(err) : Cause::Invalid, err > 0 ? err : 0);
 }
 
-// "a/./b", "../x", "/x" and the like: not a name this packer writes.
+// "../x", "a/../b", "/x": not a name this packer writes.
 bool safe_relative(const std::string& name) {
   if (name.empty() || name[0] == '/') return false;
   size_t i = 0;
@@ -40,26 +43,80 @@ bool safe_relative(const std::string& name) {
   return true;
 }
 
-void copy_file_data(struct archive* disk, struct archive* out, const std::string& name) {
-  // Holes come from read_disk as gaps between blocks; the pax writer drops
-  // the zeros it is given for them (it keeps the sparse map).
-  static const std::vector<char> zeros(64 * 1024);
-  int64_t done = 0;
+// Runs of a file that are not all zeros, in 4 KiB blocks: (offset, length).
+// A tmpfs keeps no holes where a program wrote or faulted in zeros (PMIx's
+// shared segments are mostly such pages), and CRIU's tar compressed them
+// away; packed as holes they cost nothing here either, and the restored
+// file reads the same.
+std::vector<std::pair<int64_t, int64_t>> data_runs(int fd, int64_t size, const std::string& name) {
+  constexpr size_t kBlock = 4096;
+  std::vector<char> buf(64 * 1024);
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  int64_t at = 0;
   for (;;) {
-    const void* buf = nullptr;
-    size_t size = 0;
-    la_int64_t offset = 0;
-    int r = archive_read_data_block(disk, &buf, &size, &offset);
-    if (r == ARCHIVE_EOF) return;
-    if (r != ARCHIVE_OK) fail(disk, "reading " + name);
-    while (done < offset) {
-      size_t n = static_cast<size_t>(std::min<int64_t>(offset - done, zeros.size()));
-      if (archive_write_data(out, zeros.data(), n) < 0) fail(out, "writing " + name);
-      done += static_cast<int64_t>(n);
+    // Up to the size in the entry's header: the tree is frozen, and a
+    // file that grew anyway is cut there rather than overrun its entry.
+    size_t want = static_cast<size_t>(std::min<int64_t>(size - at, buf.size()));
+    if (want == 0) return runs;
+    ssize_t n = ::pread(fd, buf.data(), want, at);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw_errno("read " + name);
     }
-    if (size > 0 && archive_write_data(out, buf, size) < 0) fail(out, "writing " + name);
-    done = offset + static_cast<int64_t>(size);
+    if (n == 0) throw Error(name + " shrank while it was packed", Cause::Busy);
+    for (size_t b = 0; b < static_cast<size_t>(n); b += kBlock) {
+      size_t len = std::min(kBlock, static_cast<size_t>(n) - b);
+      const char* p = buf.data() + b;
+      if (p[0] == 0 && std::memcmp(p, p + 1, len - 1) == 0) continue;  // all zeros
+      int64_t off = at + static_cast<int64_t>(b);
+      if (!runs.empty() && runs.back().first + runs.back().second == off)
+        runs.back().second += static_cast<int64_t>(len);
+      else
+        runs.emplace_back(off, static_cast<int64_t>(len));
+    }
+    at += n;
   }
+}
+
+// A regular file's entry with its sparse map (data_runs), then every byte
+// of it: the pax writer keeps what lies in the map and drops the rest.
+void write_file_entry(struct archive* out, struct archive_entry* e, const std::string& path,
+                      const std::string& entry) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOATIME));
+  if (!fd && errno == EPERM) fd.reset(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) throw_errno("open " + path);
+  int64_t size = archive_entry_size(e);
+  auto runs = data_runs(fd.get(), size, path);
+  archive_entry_sparse_clear(e);
+  for (auto [off, len] : runs) archive_entry_sparse_add_entry(e, off, len);
+  // As libarchive marks a file of holes only: one empty run at its end.
+  if (runs.empty()) archive_entry_sparse_add_entry(e, size, 0);
+  if (archive_write_header(out, e) != ARCHIVE_OK) fail(out, "writing " + entry);
+  static const std::vector<char> zeros(64 * 1024);
+  std::vector<char> buf(64 * 1024);
+  int64_t at = 0;
+  auto skip_to = [&](int64_t off) {
+    while (at < off) {
+      size_t n = static_cast<size_t>(std::min<int64_t>(off - at, zeros.size()));
+      if (archive_write_data(out, zeros.data(), n) < 0) fail(out, "writing " + entry);
+      at += static_cast<int64_t>(n);
+    }
+  };
+  for (auto [off, len] : runs) {
+    skip_to(off);
+    for (int64_t end = off + len; at < end;) {
+      ssize_t n = ::pread(fd.get(), buf.data(), std::min<int64_t>(end - at, buf.size()), at);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw_errno("read " + path);
+      if (n == 0) throw Error(path + " shrank while it was packed", Cause::Busy);
+      if (archive_write_data(out, buf.data(), static_cast<size_t>(n)) < 0)
+        fail(out, "writing " + entry);
+      at += n;
+    }
+  }
+  // The trailing hole too: the writer puts the sparse map out with the
+  // first bytes it is given, even when all of them are a hole.
+  skip_to(size);
 }
 
 }  // namespace
@@ -113,9 +170,11 @@ std::optional<std::string> pack_tmpfs(const std::string& dir, const std::string&
     }
     if (archive_entry_filetype(e.get()) == AE_IFSOCK) continue;  // CRIU binds sockets again
     archive_entry_set_pathname(e.get(), entry.c_str());
+    if (archive_entry_filetype(e.get()) == AE_IFREG && archive_entry_size(e.get()) > 0) {
+      write_file_entry(out.get(), e.get(), path, entry);
+      continue;
+    }
     if (archive_write_header(out.get(), e.get()) != ARCHIVE_OK) fail(out.get(), "writing " + entry);
-    if (archive_entry_filetype(e.get()) == AE_IFREG && archive_entry_size(e.get()) > 0)
-      copy_file_data(disk.get(), out.get(), entry);
   }
   if (archive_write_close(out.get()) != ARCHIVE_OK) fail(out.get(), "writing into " + images_dir);
   std::string target = images_dir + "/" + name;

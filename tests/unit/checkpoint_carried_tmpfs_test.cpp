@@ -115,6 +115,23 @@ TEST_F(CarriedTmpfs, TheTreeComesBackWithModesTimesLinksAndHoles) {
     EXPECT_LT(sp.st_blocks * 512, 1 << 20) << "the holes stay holes";
 }
 
+TEST_F(CarriedTmpfs, WrittenZerosTravelAsHoles) {
+  // As PMIx's shared segments in a rank's /tmp: pages of zeros a program
+  // wrote (a tmpfs keeps them as data), a little data, more zeros.
+  std::string content(3 << 20, '\0');
+  content.replace(1 << 20, 5, "hello");
+  content.replace((1 << 20) + 8192, 3, "end");
+  crx::write_file(src + "/seg", content, 0600);
+  crx::write_file(src + "/zeros", std::string(1 << 20, '\0'), 0600);
+  ASSERT_FALSE(pack_tmpfs(src, images, carried_tmpfs_file("/tmp")));
+  EXPECT_LT(stat_of(archive()).st_size, 64 * 1024) << "4 MiB of zeros were packed as data";
+  unpack_tmpfs(archive(), dst);
+  EXPECT_EQ(crx::read_file(dst + "/seg"), content);
+  EXPECT_EQ(crx::read_file(dst + "/zeros"), std::string(1 << 20, '\0'));
+  EXPECT_EQ(stat_of(dst + "/zeros").st_size, 1 << 20);
+  EXPECT_LT(stat_of(dst + "/seg").st_blocks * 512, 1 << 20) << "restored as holes";
+}
+
 TEST_F(CarriedTmpfs, ASocketIsLeftOutAsTarLeavesIt) {
   crx::write_file(src + "/kept", "k", 0600);
   int s = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -154,7 +154,8 @@ std::vector<MountPoint> parse_mount_points(const std::string& mountinfo) {
 
 std::vector<ExternalMount> choose_recreated_mounts(
     const std::vector<TmpfsMount>& candidates, const std::vector<MountPoint>& mounts,
-    const std::function<bool(const std::string&)>& recreatable) {
+    const std::function<bool(const std::string&)>& is_empty,
+    const std::function<bool(const std::string&)>& carry) {
   std::map<std::string, std::vector<std::string>> at;  // mount point -> fs types
   for (const auto& m : mounts) at[m.path].push_back(m.fstype);
   std::vector<ExternalMount> out;
@@ -166,7 +167,9 @@ std::vector<ExternalMount> choose_recreated_mounts(
                  " is not exactly one tmpfs mount; CRIU dumps it");
       continue;
     }
-    if (!recreatable(c.destination)) {
+    // A read-only tmpfs that holds files (remounted by the application?)
+    // would need its staged copy made writable to be filled: CRIU's.
+    if (!is_empty(c.destination) && ((c.flags & MS_RDONLY) || !carry(c.destination))) {
       log::debug("checkpoint: crx does not carry " + c.destination + "; CRIU dumps its contents");
       continue;
     }
@@ -193,11 +196,12 @@ std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid,
                std::strerror(errno));
     return {};
   }
-  auto recreatable = [&](const std::string& p) {
-    if (dir_is_empty_in(root.get(), p)) return true;
-    return !images_dir.empty() && carry_contents(root.get(), p, images_dir);
-  };
-  return choose_recreated_mounts(candidates, parse_mount_points(mountinfo), recreatable);
+  return choose_recreated_mounts(
+      candidates, parse_mount_points(mountinfo),
+      [&](const std::string& p) { return dir_is_empty_in(root.get(), p); },
+      [&](const std::string& p) {
+        return !images_dir.empty() && carry_contents(root.get(), p, images_dir);
+      });
 }
 
 StagedTmpfs::StagedTmpfs(const spec::Spec& s, std::string dir) : dir_(std::move(dir)) {

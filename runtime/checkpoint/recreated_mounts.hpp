@@ -52,11 +52,13 @@ struct MountPoint {
 std::vector<MountPoint> parse_mount_points(const std::string& mountinfo);
 
 // The candidates that may be external: exactly one tmpfs mounted at the
-// destination and recreatable(destination) true (empty, or its contents
-// carried). Why others are not is logged at debug level.
+// destination, and is_empty(destination) or, for one that is not
+// read-only, carry(destination) (its contents packed). Why others are not
+// is logged at debug level.
 std::vector<ExternalMount> choose_recreated_mounts(
     const std::vector<TmpfsMount>& candidates, const std::vector<MountPoint>& mounts,
-    const std::function<bool(const std::string&)>& recreatable);
+    const std::function<bool(const std::string&)>& is_empty,
+    const std::function<bool(const std::string&)>& carry);
 
 // The same for a running container process (its mountinfo and root); call
 // it while the container is frozen, so nothing lands in a mount after the

@@ -60,7 +60,9 @@ TEST(RecreatedMounts, CandidatesAreMaskedPathsAndTmpfsMountsButNotDevNorBinds) {
       EXPECT_EQ(m.flags, static_cast<unsigned long>(MS_NOSUID | MS_NOEXEC | MS_NODEV));
       EXPECT_EQ(m.data, "mode=1777,size=65536k");
     }
-    if (m.destination == "/run") EXPECT_TRUE(m.flags & MS_RDONLY);
+    if (m.destination == "/run") {
+      EXPECT_TRUE(m.flags & MS_RDONLY);
+    }
   }
 }
 
@@ -74,20 +76,46 @@ TEST(RecreatedMounts, ParsesMountPointsWithEscapesAndOptionalFields) {
   EXPECT_TRUE(parse_mount_points("garbage\n\n1 2 3\n").empty());
 }
 
+bool yes(const std::string&) { return true; }
+bool no(const std::string&) { return false; }
+
 TEST(RecreatedMounts, EmptyTmpfsMountsAreChosen) {
   auto chosen = choose_recreated_mounts(recreatable_tmpfs(spec_with_mounts()),
-                                        parse_mount_points(kMountinfo),
-                                        [](const std::string&) { return true; });
+                                        parse_mount_points(kMountinfo), yes, no);
   // /proc/kcore is a /dev/null bind (not a tmpfs): not chosen.
   EXPECT_EQ(keys(chosen),
             (std::set<std::string>{"/proc/acpi", "/sys/firmware", "/dev/shm", "/run"}));
 }
 
-TEST(RecreatedMounts, AMountThatHoldsAnythingIsLeftToCriu) {
-  auto chosen = choose_recreated_mounts(
-      recreatable_tmpfs(spec_with_mounts()), parse_mount_points(kMountinfo),
-      [](const std::string& p) { return p != "/dev/shm"; });
+TEST(RecreatedMounts, AMountThatHoldsFilesIsLeftToCriuUnlessItsContentsAreCarried) {
+  auto empty_but_shm = [](const std::string& p) { return p != "/dev/shm"; };
+  auto chosen = choose_recreated_mounts(recreatable_tmpfs(spec_with_mounts()),
+                                        parse_mount_points(kMountinfo), empty_but_shm, no);
   EXPECT_EQ(keys(chosen), (std::set<std::string>{"/proc/acpi", "/sys/firmware", "/run"}));
+  std::set<std::string> carried;
+  auto carry = [&](const std::string& p) {
+    carried.insert(p);
+    return true;
+  };
+  chosen = choose_recreated_mounts(recreatable_tmpfs(spec_with_mounts()),
+                                   parse_mount_points(kMountinfo), empty_but_shm, carry);
+  EXPECT_EQ(keys(chosen),
+            (std::set<std::string>{"/proc/acpi", "/sys/firmware", "/dev/shm", "/run"}));
+  EXPECT_EQ(carried, std::set<std::string>{"/dev/shm"}) << "only what is not empty is packed";
+}
+
+TEST(RecreatedMounts, AReadOnlyMountThatHoldsFilesIsNeverCarried) {
+  // /run is mounted read-only by the spec; holding files, it must have been
+  // remounted, and its staged copy could not be filled.
+  std::set<std::string> carried;
+  auto carry = [&](const std::string& p) {
+    carried.insert(p);
+    return true;
+  };
+  auto chosen = choose_recreated_mounts(recreatable_tmpfs(spec_with_mounts()),
+                                        parse_mount_points(kMountinfo), no, carry);
+  EXPECT_EQ(keys(chosen), std::set<std::string>{"/dev/shm"});
+  EXPECT_EQ(carried, std::set<std::string>{"/dev/shm"});
 }
 
 TEST(RecreatedMounts, MissingOrStackedOrOtherMountsAreLeftToCriu) {
@@ -103,7 +131,6 @@ TEST(RecreatedMounts, MissingOrStackedOrOtherMountsAreLeftToCriu) {
               " rw - " + type + " x rw\n";
   }
   auto chosen = choose_recreated_mounts(recreatable_tmpfs(spec_with_mounts()),
-                                        parse_mount_points(edited),
-                                        [](const std::string&) { return true; });
+                                        parse_mount_points(edited), yes, no);
   EXPECT_EQ(keys(chosen), (std::set<std::string>{"/run"}));
 }

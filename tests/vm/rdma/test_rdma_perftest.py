@@ -214,7 +214,10 @@ class RdmaPerftestTest(RdmaBedCase):
         """crx migrate of cid from guest src to dst (receiver rh listening,
         logging to log) whose restore fails (the CRIU plugin hidden on
         dst): the migration rolls back, the service address comes back to
-        src; returns the report."""
+        src. Returns the report and src's rxe packet count from before the
+        client could reach the thawed server again (before its neighbour
+        entry is flushed): the traffic after the rollback counts from
+        there, however long these steps take under TCG."""
         plugins = os.path.join(BUILD, "criu-plugins")
         self.sh(self.tb, dst, f"mount -t tmpfs none {plugins}")
         try:
@@ -229,6 +232,7 @@ class RdmaPerftestTest(RdmaBedCase):
             # the address goes back with the container
             self.sh(self.tb, dst, f"iptables -w -D {hold}; ip addr del {SERVICE_IP}/32 dev eth0")
             self.sh(self.tb, src, f"ip addr add {SERVICE_IP}/32 dev eth0")
+            back_at = self.rxe_packets(src)
             self.sh(self.tb, 1, f"ip neigh flush to {SERVICE_IP}")
         finally:
             self.sh(self.tb, dst, f"umount {plugins}")
@@ -238,7 +242,7 @@ class RdmaPerftestTest(RdmaBedCase):
         self.assertIn(self.state(src, cid), ("running", "stopped"),
                       "the source must run on (or have ended its run there)")
         self.assertIsNone(self.state(dst, cid), "no copy on the destination")
-        return json.loads(out.strip().splitlines()[-1])
+        return json.loads(out.strip().splitlines()[-1]), back_at
 
     def diag(self, *guests_and_cid):
         *guests, cid = guests_and_cid
@@ -336,8 +340,9 @@ class RdmaPerftestTest(RdmaBedCase):
         at = 0 if roll_back else 2
         q0 = self.rxe_packets(at)
         if roll_back:
-            report = self.rolled_back_with_address(cid, 0, 2, rh, log)
-            q0 = self.rxe_packets(at)  # g0 counts on from the thaw
+            # g0 counts on from when the client can reach it again (a run
+            # that ended while the address came back once failed here)
+            report, q0 = self.rolled_back_with_address(cid, 0, 2, rh, log)
         else:
             report = self.migrate_with_address(cid, 0, 2, rh, log)
         self.assertEqual(report["verbs"]["objects"]["qp"], 1, f"the report's verbs part: {report}")
@@ -351,7 +356,15 @@ class RdmaPerftestTest(RdmaBedCase):
             time.sleep(1)
         moved = self.rxe_packets(at) - q0
         print(f"{tool}: {moved} packets on g{at}'s rxe0 after the move", flush=True)
-        self.assertGreaterEqual(moved, MOVED_PACKETS, f"the run must go on on g{at} after the move")
+        if moved < MOVED_PACKETS and client.done.is_set():
+            # The run's end came first (a slow rollback under TCG): that it
+            # completed, both ends with every iteration, is checked below,
+            # and it could not have without the server thawed on g<at>.
+            print(f"{tool}: the client ended before {MOVED_PACKETS} packets were counted; "
+                  "its report says whether the run went on", flush=True)
+        else:
+            self.assertGreaterEqual(moved, MOVED_PACKETS,
+                                    f"the run must go on on g{at} after the move")
         # bounded well below the ctest's time limit: a run that hangs fails
         # here with the guests' state, and the next case still has g1
         if not client.done.wait(RUN_SECONDS * 6 + 120):

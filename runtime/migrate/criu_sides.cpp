@@ -31,6 +31,7 @@
 #include "migrate/manifest.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/page_relay.hpp"
+#include "migrate/ram_dir.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/tcp_hush.hpp"
 #include "state/store.hpp"
@@ -96,6 +97,11 @@ class CriuPageSink : public PageSink {
     if (!relay_error.empty()) throw Error(relay_error);
   }
   std::string failure() const override { return relay_ ? relay_->error() : std::string(); }
+  // kTLS: what the relay took from the network; clear text (CRIU reads
+  // the channel itself): the page images CRIU has written so far.
+  uint64_t bytes_so_far() const override {
+    return relay_ ? relay_->bytes_from_network() : page_image_bytes(dir_);
+  }
 
  private:
   std::string dir_;

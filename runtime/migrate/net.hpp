@@ -2,7 +2,6 @@
 // time-out, a listener whose accept can time out.
 #pragma once
 #include <chrono>
-#include <cstdint>
 #include <string>
 
 #include "common/unique_fd.hpp"
@@ -45,9 +44,5 @@ void detect_dead_peer(int fd, std::chrono::milliseconds within);
 
 // The peer's address as text ("10.0.0.1:41234").
 std::string peer_name(int fd);
-
-// How many bytes the TCP socket `fd` has received so far, whoever read
-// them (the kernel's count, TCP_INFO; tcp_bytes.cpp). Throws Error.
-uint64_t tcp_bytes_received(int fd);
 
 }  // namespace crx::migrate

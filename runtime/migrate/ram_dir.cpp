@@ -1,7 +1,9 @@
 #include "migrate/ram_dir.hpp"
 
+#include <dirent.h>
 #include <linux/magic.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/vfs.h>
 
 #include "common/error.hpp"
@@ -25,6 +27,20 @@ RamDir::RamDir(std::string path) : path_(std::move(path)) {
 
 RamDir::~RamDir() {
   if (mounted_) ::umount2(path_.c_str(), MNT_DETACH);
+}
+
+uint64_t page_image_bytes(const std::string& round_dir) {
+  uint64_t total = 0;
+  DIR* d = ::opendir(round_dir.c_str());
+  if (!d) return 0;
+  while (struct dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n.rfind("pages-", 0) != 0) continue;
+    struct stat st{};
+    if (::stat((round_dir + "/" + n).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
+  }
+  ::closedir(d);
+  return total;
 }
 
 }  // namespace crx::migrate

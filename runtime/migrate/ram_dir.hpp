@@ -2,6 +2,7 @@
 // configured image dir is not on tmpfs already, a private tmpfs is mounted
 // there for the command's lifetime.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace crx::migrate {
@@ -21,5 +22,9 @@ class RamDir {
 };
 
 bool is_on_tmpfs(const std::string& path);
+
+// The bytes of CRIU's page images (pages-*.img) in a round's dir, 0 when
+// there is none.
+uint64_t page_image_bytes(const std::string& round_dir);
 
 }  // namespace crx::migrate

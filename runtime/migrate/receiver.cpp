@@ -1,7 +1,6 @@
 #include "migrate/receiver.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 
@@ -12,6 +11,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "migrate/image_stream.hpp"
+#include "migrate/ram_dir.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/stale_sessions.hpp"
 #include "migrate/tls_session.hpp"
@@ -21,20 +21,6 @@ namespace crx::migrate {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-uint64_t page_bytes_in(const std::string& dir) {
-  uint64_t total = 0;
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return 0;
-  while (struct dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n.rfind("pages-", 0) != 0) continue;
-    struct stat st{};
-    if (::stat((dir + "/" + n).c_str(), &st) == 0) total += static_cast<uint64_t>(st.st_size);
-  }
-  ::closedir(d);
-  return total;
-}
 
 bool safe_id(const std::string& id) {
   if (id.empty() || id.size() > 1024 || id == "." || id == "..") return false;
@@ -185,8 +171,8 @@ class Receiver {
             page_sink_->wait(o_.timeout);
             page_sink_.reset();
           }
-          unwatch_page_channel();
-          RoundReport r{round->round, round->final, page_bytes_in(rdir), done.image_bytes,
+          unwatch_page_sink();
+          RoundReport r{round->round, round->final, page_image_bytes(rdir), done.image_bytes,
                         std::chrono::duration<double>(Clock::now() - round_t0).count()};
           rep_.rounds.push_back(r);
           conn_.send(FrameType::RoundAck, to_json(RoundAck{r.page_bytes}));
@@ -233,38 +219,28 @@ class Receiver {
       lazy_channel_ = accept_page_channel();
       return;
     }
-    UniqueFd channel = accept_page_channel();
-    watch_page_channel(channel.get());
-    page_sink_ = dest_.start_page_server(rdir, std::move(channel));
+    page_sink_ = dest_.start_page_server(rdir, accept_page_channel());
+    watch_page_sink();
   }
 
   // While a round's pages flow, the control link may stay silent for
   // longer than a network step's time-out (a pre-copy round of a large
-  // container on a slow link): its waits go on as long as the page channel
-  // keeps receiving, counted by the kernel on a copy of the socket (CRIU's
-  // page server reads the channel itself).
-  void watch_page_channel(int fd) {
-    page_watch_.reset(::fcntl(fd, F_DUPFD_CLOEXEC, 0));
-    if (!page_watch_) throw_errno("duplicating the page channel");
-    page_watch_bytes_ = 0;
+  // container on a slow link): its waits go on as long as the page sink
+  // keeps receiving. The sink alone holds the channel: a copy kept here
+  // would keep a dead page server's socket open, and the sender's CRIU
+  // blocked on it, until this time-out.
+  void watch_page_sink() {
+    page_sink_seen_ = 0;
     conn_.set_busy_check([this] {
-      if (page_sink_ && !page_sink_->failure().empty()) return false;
-      uint64_t now = 0;
-      try {
-        now = tcp_bytes_received(page_watch_.get());
-      } catch (const Error&) {
-        return false;  // not TCP: the time-out stands
-      }
-      if (now == page_watch_bytes_) return false;
-      page_watch_bytes_ = now;
+      if (!page_sink_ || !page_sink_->failure().empty()) return false;
+      uint64_t now = page_sink_->bytes_so_far();
+      if (now == page_sink_seen_) return false;
+      page_sink_seen_ = now;
       return true;
     });
   }
 
-  void unwatch_page_channel() {
-    conn_.set_busy_check({});
-    page_watch_.reset();
-  }
+  void unwatch_page_sink() { conn_.set_busy_check({}); }
 
   // Post-copy needs the memory in place before the resume where the
   // hardware reads it: pinned MRs are written by the NIC, not faulted in.
@@ -369,8 +345,7 @@ class Receiver {
   bool final_seen_ = false;
   bool lazy_phase_ = false;  // resumed here, memory still coming
   std::unique_ptr<PageSink> page_sink_;
-  UniqueFd page_watch_;  // a round's page channel, only for its byte count
-  uint64_t page_watch_bytes_ = 0;
+  uint64_t page_sink_seen_ = 0;  // bytes_so_far() at the last time-out
   std::unique_ptr<PreparedRestore> prepared_;  // from the Accept (or the restore) on
   UniqueFd lazy_channel_;                  // post-copy: until the images are in
   std::unique_ptr<LazyPages> lazy_pages_;  // post-copy: from the images to the last page

@@ -79,6 +79,10 @@ class PageSink {
   virtual void wait(std::chrono::milliseconds timeout) = 0;
   // Why the page stream broke, when the sink knows already ("" else).
   virtual std::string failure() const { return {}; }
+  // How much of the round has reached this side so far: grows while the
+  // page stream moves (the receiver's control-link waits go on while it
+  // does); 0 when the sink cannot tell.
+  virtual uint64_t bytes_so_far() const { return 0; }
 };
 
 // The part of a restore done before the final images arrive (the

@@ -223,16 +223,21 @@ struct FakeLazyPages : LazyPages {
 // A page server that stores what arrives as pages-1.img.
 struct FakePageSink : PageSink {
   std::thread t;
+  std::atomic<uint64_t> got{0};
   explicit FakePageSink(std::string dir, crx::UniqueFd fd) {
-    t = std::thread([dir, fd = std::move(fd)]() mutable {
+    t = std::thread([this, dir, fd = std::move(fd)]() mutable {
       std::string all;
       char buf[65536];
       ssize_t n;
-      while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) all.append(buf, n);
+      while ((n = ::read(fd.get(), buf, sizeof buf)) > 0) {
+        all.append(buf, n);
+        got += static_cast<uint64_t>(n);
+      }
       crx::write_file(dir + "/pages-1.img", all);
     });
   }
   void wait(std::chrono::milliseconds) override { t.join(); }
+  uint64_t bytes_so_far() const override { return got.load(); }
   ~FakePageSink() override {
     if (t.joinable()) t.join();
   }

@@ -51,8 +51,9 @@ std::string tls13_ciphersuites(TlsCipher setting);
 TlsCipher faster_cipher(std::optional<double> aes_gcm, std::optional<double> chacha20);
 
 // This kernel's AEAD throughput for the cipher (AF_ALG, `bytes` sealed in
-// 16 KiB records, kTLS's record size), or nullopt when the kernel cannot
-// say (no AF_ALG, no such algorithm).
+// 16 KiB records, kTLS's record size, per second of the calling thread's
+// CPU time), or nullopt when the kernel cannot say (no AF_ALG, no such
+// algorithm).
 std::optional<double> kernel_aead_bytes_per_second(TlsCipher c, size_t bytes);
 
 // Whether a kernel of this release (uname -r, "6.1.0-56-amd64") has

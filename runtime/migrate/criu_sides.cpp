@@ -215,8 +215,9 @@ void CriuSource::run_dump(
   o.work_dir_fd = work.get();
   // A migration's dumps lift their lock themselves (network_lock.hpp).
   o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
-  // The container is frozen for the final dump: its empty tmpfs mounts can
-  // be made again at the destination instead of packed.
+  // The container is frozen for the final dump: its tmpfs mounts can be
+  // made again at the destination instead of packed by CRIU (the files of
+  // one that holds any go into the images dir, carried_tmpfs.hpp).
   if (final_dump) checkpoint::add_recreated_mounts(o, src_, images_dir);
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of

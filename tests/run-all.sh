@@ -37,12 +37,29 @@ kept_costs=${CRX_CACHE:-$HOME/.cache/crx}/ctest/CTestCostData.txt
 if [ ! -e "$costs" ] && [ -e "$kept_costs" ]; then
   mkdir -p "$(dirname "$costs")" && cp "$kept_costs" "$costs"
 fi
+# A failed test's verdict is deep inside its output (a vm test prints
+# minutes of progress and the guests' state), and a CI page that shows
+# only the head and tail of the run loses it. Each stage's ctest log is
+# kept ($build/<stage>-tests.log, ctest's LastTest.log, which the next
+# stage overwrites), and a failed run ends with every failed case's
+# verdict: unittest's FAIL/ERROR line and the first lines of its exception.
+keep_log() {  # keep_log <stage>
+  cp "$build/Testing/Temporary/LastTest.log" "$build/$1-tests.log" 2>/dev/null || true
+}
+verdicts() {  # verdicts <log>...: each failed case and its verdict's first lines
+  # unittest: "FAIL: case" then "AssertionError: ..."; GoogleTest:
+  # "file:line: Failure" then the expectation, "[  FAILED  ] Suite.Case (n ms)"
+  awk '/^(FAIL|ERROR): |^\[  FAILED  \] [^ ]+ \(/{print; n=0; next}
+       /^[A-Za-z_.]*(Error|Exception|Exit)[A-Za-z]*: |: Failure$/{n=8}
+       n>0{print "    " substr($0, 1, 300); n--}' "$@" 2>/dev/null | head -n 120
+}
 # Everything but the vm and package labels one test at a time (host tests
 # share the host's cgroups and mounts), alone: the background jobs below
 # start after it (with them beside it, even at idle priority, it took
 # 457 s where about 300 were expected, 2026-11-28: its tests are short
 # and share the disk and the kernel's locks with the builds).
 (cd "$build" && ctest --output-on-failure --timeout 1800 -LE '^(vm|package)$' "$@") || status=$?
+keep_log host
 # Work that has no timing in it runs in the background at SCHED_IDLE while
 # the vm tests run in the foreground: the qemu guests of the vm label
 # leave about half of the two cores idle, and a job at idle priority takes
@@ -106,6 +123,7 @@ fi
 # tests/vm/CMakeLists.txt names it 1), so two of the tests whose guests
 # mostly wait run side by side.
 (cd "$build" && ctest --output-on-failure --timeout 1800 -j2 -L '^vm$' -LE '^package$' "$@") || status=$?
+keep_log vm
 if [ -e "$costs" ]; then
   mkdir -p "$(dirname "$kept_costs")"
   cp "$costs" "$kept_costs"
@@ -130,4 +148,8 @@ if [ -n "$san_labels" ]; then
   fi
 fi
 trap - EXIT
+if [ "$status" != 0 ]; then
+  echo "run-all.sh: failed; the failed cases' verdicts:" >&2
+  verdicts "$build/host-tests.log" "$build/vm-tests.log" >&2
+fi
 exit $status

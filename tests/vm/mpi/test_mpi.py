@@ -22,8 +22,8 @@ A fourth guest, g3, runs no rank at launch: it is where rank 0 moves
 (`crx-mpi-agent move r0 --to g3`, crx migrate --tcp-established of its
 container, its address and namespace re-made on g3) while mpi-jacobi runs;
 the job must finish with the unmigrated checksum. Over UCX's TCP transport
-(the rank's TCP connections to its peers move with its address) and over
-UCX rc_v on rxe (RC QPs plus the UD QP of UCX's wire-up and its address
+(the rank's TCP connections to its peers move with its address; with
+CRX_VM_MPI_ALL=1) and over UCX rc_v on rxe (RC QPs plus the UD QP of UCX's wire-up and its address
 handles), there and back in one run; there every 100th iteration also
 sends a 512 KiB block to each neighbour, above UCX's rendezvous threshold,
 so that eager (halo rows), rendezvous (RDMA read/write of the blocks) and
@@ -58,6 +58,12 @@ BULK = 524288
 BULK_EVERY = 100
 BULK_ARGS = f"--bulk {BULK} --bulk-every {BULK_EVERY}"
 PROBE_MAX = 1048576
+# The default run (CI's) moves ranks over RC only: the issue's cases. The
+# move of a rank over UCX's TCP transport (test_3, about two minutes under
+# TCG) runs with CRX_VM_MPI_ALL=1; what it moves beyond the RC cases (the
+# rank's TCP connections to its peers) is the kind of connection that the
+# OOB links of every move and tests/vm/migrate's TcpMigrateTest carry too.
+ALL = os.environ.get("CRX_VM_MPI_ALL") == "1"
 PROBE_ARGS = f"--max-size {PROBE_MAX} --reps 4 --window 4"
 
 
@@ -200,6 +206,7 @@ class MpiTest(VmTestCase):
         self.assertEqual(res["checksum"], self.reference["checksum"],
                          "a migrated run must give the unmigrated run's grid bit for bit")
 
+    @unittest.skipUnless(ALL, "UCX over TCP moved (CRX_VM_MPI_ALL=1 runs it)")
     def test_3_jacobi_over_tcp_rank0_moves_to_g3(self):
         """UCX over TCP between the ranks' own addresses: rank 0's container
         (orted, rank, its TCP connections to mpirun and to both peers) moves

@@ -8,6 +8,9 @@ it passed iteration --move-at; per repetition, interleaved:
 - rc: the job over UCX rc_v on rxe, unmigrated;
 - rc+crx: the same job, rank 0 moved by `crx migrate` (crx-mpi-agent move,
   --pre-copy N), its verbs objects with it;
+- rc+crx-frozen: rc+crx with --pre-copy 0 whatever --pre-copy says: no
+  work before the freeze, every page in the window (the A/B of the
+  pre-copy round, which on this bed takes CPU from the running job);
 - rc+crx-aes: rc+crx with --tls-cipher aes-128-gcm (crx's suite before
   it measured the kernel's: the A/B of that choice, which picks
   ChaCha20-Poly1305 in the bed's guests);
@@ -58,13 +61,14 @@ DOWNTIME_GOAL = 0.3
 # registered, pinned memory that every migration's final round carries):
 # bundles/mpi/README.md, "Receive pools".
 UCX_LEAN = " -x UCX_RC_VERBS_RX_QUEUE_LEN=256 -x UCX_UD_VERBS_RX_QUEUE_LEN=256"
-WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"), ("rc+crx-aes", UCX_ENV, "live-aes"),
+WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
+        ("rc+crx-frozen", UCX_ENV, "live-frozen"), ("rc+crx-aes", UCX_ENV, "live-aes"),
         ("rc+crx-resend", UCX_ENV, "live-resend"),
         ("rc-lean", UCX_ENV + UCX_LEAN, None), ("rc-lean+crx", UCX_ENV + UCX_LEAN, "live"),
         ("tcp", UCX_TCP_ENV, None), ("tcp+crx", UCX_TCP_ENV, "live"),
         ("tcp+crx-clear", UCX_TCP_ENV, "live-clear"),
         ("tcp+runc-way", UCX_TCP_ENV, "checkpoint"))
-BASE = {"rc+crx": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
+BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
 def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
@@ -76,7 +80,8 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
         if way:
             rec["at"] = bed.wait_iter(tag, move_at)
             live = way.startswith("live")
-            rc, report, err, took = bed.move("r0", 0, 3, pre_copy=pre_copy if live else 0,
+            rounds = pre_copy if live and way != "live-frozen" else 0
+            rc, report, err, took = bed.move("r0", 0, 3, pre_copy=rounds,
                                              way="live" if live else way,
                                              plaintext=way == "live-clear",
                                              no_page_dedup=way == "live-resend",
@@ -178,7 +183,8 @@ def table(rows):
     out.append("")
     if "tcp+runc-way" in rows:
         runc = rows["tcp+runc-way"]["downtime"][0]
-        for way in ("rc+crx", "rc+crx-resend", "rc-lean+crx", "tcp+crx", "tcp+crx-clear"):
+        for way in ("rc+crx", "rc+crx-frozen", "rc+crx-resend", "rc-lean+crx", "tcp+crx",
+                    "tcp+crx-clear"):
             if way in rows:
                 out.append(f"- {way} downtime / tcp+runc-way downtime: "
                            f"**{rows[way]['downtime'][0] / runc:.2f}** (goal <= {DOWNTIME_GOAL})")

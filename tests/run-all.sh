@@ -49,9 +49,12 @@ keep_log() {  # keep_log <stage>
 verdicts() {  # verdicts <log>...: each failed case and its verdict's first lines
   # unittest: "FAIL: case" then "AssertionError: ..."; GoogleTest:
   # "file:line: Failure" then the expectation, "[  FAILED  ] Suite.Case (n ms)"
-  awk '/^(FAIL|ERROR): |^\[  FAILED  \] [^ ]+ \(/{print; n=0; next}
-       /^[A-Za-z_.]*(Error|Exception|Exit)[A-Za-z]*: |: Failure$/{n=8}
-       n>0{print "    " substr($0, 1, 300); n--}' "$@" 2>/dev/null | head -n 120
+  for log in "$@"; do
+    [ -e "$log" ] || continue
+    awk '/^(FAIL|ERROR): |^\[  FAILED  \] [^ ]+ \(/{print; n=0; next}
+         /^[A-Za-z_.]*(Error|Exception|Exit)[A-Za-z]*: |: Failure$/{n=8}
+         n>0{print "    " substr($0, 1, 300); n--}' "$log"
+  done | head -n 120
 }
 # Everything but the vm and package labels one test at a time (host tests
 # share the host's cgroups and mounts), alone: the background jobs below

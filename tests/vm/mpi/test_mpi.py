@@ -23,8 +23,8 @@ A fourth guest, g3, runs no rank at launch: it is where rank 0 moves
 container, its address and namespace re-made on g3) while mpi-jacobi runs;
 the job must finish with the unmigrated checksum. Over UCX's TCP transport
 (the rank's TCP connections to its peers move with its address; with
-CRX_VM_MPI_ALL=1) and over UCX rc_v on rxe (RC QPs plus the UD QP of UCX's wire-up and its address
-handles), there and back in one run; there every 100th iteration also
+CRX_VM_MPI_ALL=1) and over UCX rc_v on rxe (RC QPs plus the UD QP of
+UCX's wire-up and its address handles), there and back in one run; there every 100th iteration also
 sends a 512 KiB block to each neighbour, above UCX's rendezvous threshold,
 so that eager (halo rows), rendezvous (RDMA read/write of the blocks) and
 collective traffic all cross the moves. The bed itself: mpi_bed.py, shared

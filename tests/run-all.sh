@@ -47,12 +47,15 @@ keep_log() {  # keep_log <stage>
   cp "$build/Testing/Temporary/LastTest.log" "$build/$1-tests.log" 2>/dev/null || true
 }
 verdicts() {  # verdicts <log>...: each failed case and its verdict's first lines
-  # unittest: "FAIL: case" then "AssertionError: ..."; GoogleTest:
+  # unittest: "FAIL: case", a traceback, then its first unindented line
+  # (the exception: "AssertionError: ..."); GoogleTest:
   # "file:line: Failure" then the expectation, "[  FAILED  ] Suite.Case (n ms)"
   for log in "$@"; do
     [ -e "$log" ] || continue
-    awk '/^(FAIL|ERROR): |^\[  FAILED  \] [^ ]+ \(/{print; n=0; next}
-         /^[A-Za-z_.]*(Error|Exception|Exit)[A-Za-z]*: |: Failure$/{n=8}
+    awk '/^(FAIL|ERROR): |^\[  FAILED  \] [^ ]+ \(/{print; n=0; t=0; next}
+         /^Traceback /{t=1; next}
+         t && /^[^ ]/{t=0; n=8}
+         /: Failure$/{n=8}
          n>0{print "    " substr($0, 1, 300); n--}' "$log"
   done | head -n 120
 }

@@ -420,13 +420,16 @@ def load_runs(path):
 def report(runs):
     """The tables of a run (medians; only the ratios mean something under
     TCG)."""
-    sizes, bw, pipe = runs["sizes"], runs["bandwidth"], runs["pipe_bandwidth"]
+    # Runs before 2026-11-22 13:18 lack the copy tool's bandwidth, and
+    # before 2026-11-23 the floor.
+    sizes, bw, pipe = runs["sizes"], runs["bandwidth"], runs.get("pipe_bandwidth")
     link = statistics.mean(bw)
     med = statistics.median
     fixed = med(r["total"] for r in runs["baseline"])
+    tool = f"{statistics.mean(pipe) / 1e6:.1f}" if pipe else "not measured"
     print(f"\nlink bandwidth between the guests: {link / 1e6:.1f} MB/s "
           f"(before {bw[0] / 1e6:.1f}, after {bw[1] / 1e6:.1f}; the runc way's copy tool "
-          f"{statistics.mean(pipe) / 1e6:.1f}); CRIU's fixed cost "
+          f"{tool}); CRIU's fixed cost "
           f"(crx total for a {BASELINE_MIB} MiB container): {fixed:.2f} s; "
           f"medians of {runs['reps']} runs, crx with --pre-copy {runs['pre_copy']} "
           f"{runs['crx_flags']}\n")
@@ -434,12 +437,15 @@ def report(runs):
         print_prepared_table(runs, sizes)
     if runs["plaintext"]:
         print_plaintext_table(runs, sizes)
-    floor = med(r["downtime"] for r in runs["floor"])
-    print(f"bare CRIU floor (dump + restore of a sleep, medians): {floor:.2f} s "
-          f"(dump {med(r['dump'] for r in runs['floor']):.2f} s, restore "
-          f"{med(r['restore'] for r in runs['floor']):.2f} s)")
+    floor = med(r["downtime"] for r in runs["floor"]) if runs.get("floor") else None
+    if floor is None:
+        print("bare CRIU floor: not measured in this run")
+    else:
+        print(f"bare CRIU floor (dump + restore of a sleep, medians): {floor:.2f} s "
+              f"(dump {med(r['dump'] for r in runs['floor']):.2f} s, restore "
+              f"{med(r['restore'] for r in runs['floor']):.2f} s)")
     for way in ("crx", "unprepared"):
-        if runs[way].get(sizes[0]):
+        if floor is not None and runs[way].get(sizes[0]):
             d = med(r["downtime"] for r in runs[way][sizes[0]])
             print(f"{sizes[0]} MiB {way}: downtime {d:.2f} s = {d / floor:.2f} x the floor "
                   "(issue 17's goal for the prepared restore: <= 0.7)")

@@ -16,7 +16,7 @@ namespace crx::verbs_seq {
 Summary run_idle(const Options& o, const std::function<void()>& ready) {
   Memory messages(size_t{o.qps} * o.window * o.size, 0);
   std::unique_ptr<Memory> extra;
-  if (o.mr_size) extra = std::make_unique<Memory>(o.mr_size, kExtraFill);
+  if (o.mr_size) extra = std::make_unique<Memory>(o.mr_size, kExtraFill, o.mr_huge);
   Summary sum;
   sum.role = Role::Idle;
   sum.qps = o.qps;

@@ -11,13 +11,16 @@ namespace crx::verbs_seq {
 
 inline constexpr uint32_t kMagic = 0x43525853;  // "CRXS"
 inline constexpr uint16_t kFlagFin = 1;         // last message of a QP
+// --mr-remote-write: the WRITE pass numbered `total` is in place (mr_passes.hpp)
+inline constexpr uint16_t kFlagMrPass = 2;
 
 struct MessageHeader {
   uint32_t magic;
   uint16_t flags;
   uint16_t qp_index;  // index of the QP in the sender's list
   uint64_t seq;       // 0,1,2,... per QP; on FIN: number of data messages
-  uint64_t total;     // on FIN: number of data messages sent on this QP
+  uint64_t total;     // on FIN: number of data messages sent on this QP;
+                      // with kFlagMrPass: the pass number
 };
 static_assert(sizeof(MessageHeader) == 24);
 

@@ -65,7 +65,17 @@ Options parse_options(int argc, char** argv) {
                    "given, in its first 8 bytes), then give a sixteenth of them a new one; "
                    "a page that arrived stale after a migration is an error")
       ->check(CLI::PositiveNumber);
+  for (auto* sub : {send, recv}) {
+    sub->add_option("--mr-remote-write", o.mr_remote_write_s,
+                    "every N seconds the sender RDMA-WRITEs every page of the receiver's "
+                    "--mr-size MR (same --mr-size on both sides); the receiver fails when a page "
+                    "goes back to an older pass (a write of the NIC lost by a migration)")
+        ->check(CLI::PositiveNumber);
+  }
   for (auto* sub : {send, recv, idle}) {
+    sub->add_flag("--mr-huge", o.mr_huge,
+                  "put the --mr-size memory on 2 MiB boundaries and ask for transparent huge "
+                  "pages (MADV_HUGEPAGE)");
     sub->add_option("--mr-size", o.mr_size,
                     "register one more MR of this size (bytes, or with a unit: 16MiB, 1G), every "
                     "page written before the traffic starts; idle: only allocate and write it")
@@ -91,6 +101,10 @@ Options parse_options(int argc, char** argv) {
   o.role = app.got_subcommand(send) ? Role::Send : app.got_subcommand(idle) ? Role::Idle : Role::Recv;
   if (o.srq && o.role == Role::Send) throw Error("--srq is a receiver option");
   if (o.mr_rewrite_s > 0 && o.mr_size == 0) throw Error("--mr-rewrite needs --mr-size");
+  if (o.mr_remote_write_s > 0 && o.mr_size == 0) throw Error("--mr-remote-write needs --mr-size");
+  if (o.mr_remote_write_s > 0 && o.mr_rewrite_s > 0)
+    throw Error("--mr-remote-write and --mr-rewrite both change the MR: choose one");
+  if (o.mr_huge && o.mr_size == 0) throw Error("--mr-huge needs --mr-size");
   return o;
 }
 

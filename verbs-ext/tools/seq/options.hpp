@@ -34,6 +34,11 @@ struct Options {
   // recv, > 0: every this many seconds, check every page of the --mr-size
   // MR, then rewrite a sixteenth of them (a stale page after a move fails)
   double mr_rewrite_s = 0;
+  // send and recv, > 0: every this many seconds the sender RDMA-WRITEs every
+  // page of the receiver's --mr-size MR; the receiver checks that no page
+  // goes back to an older pass (mr_passes.hpp)
+  double mr_remote_write_s = 0;
+  bool mr_huge = false;  // --mr-size memory 2 MiB aligned, MADV_HUGEPAGE
 
   // QP attributes: rxe treats retry_cnt/rnr_retry 7 as "retry forever".
   int timeout = 14;

@@ -9,6 +9,7 @@
 #include "seq/checker.hpp"
 #include "seq/clock.hpp"
 #include "seq/message.hpp"
+#include "seq/mr_passes.hpp"
 #include "seq/roles.hpp"
 
 namespace crx::verbs_seq {
@@ -110,6 +111,7 @@ class Receiver {
     sum_.mr_size = o.mr_size;
     if (o.mr_rewrite_s > 0)
       rewriter_.emplace(s.extra_mr->data(), o.mr_size, o.mr_rewrite_s);
+    if (o.mr_remote_write_s > 0) passes_.emplace(s.extra_mr->data(), o.mr_size, kExtraFill);
   }
 
   Summary run() {
@@ -136,10 +138,18 @@ class Receiver {
           sum_.add_error(bad);
           fatal_ = true;
         }
+      // Between announcements too: a page restored stale is found before
+      // the next pass overwrites it.
+      if (passes_ && now >= next_pass_check_) {
+        next_pass_check_ = now + 0.05;
+        check_passes();
+      }
       watch_.maybe_progress(now, sum_, o_.qps - fins_);
     }
     if (rewriter_ && !fatal_)
       if (std::string bad = rewriter_->check(); !bad.empty()) sum_.add_error(bad);
+    if (passes_ && !fatal_) check_passes();
+    if (passes_) sum_.mr_remote_passes = passes_->announced();
     for (auto& c : checkers_) {
       if (!c.finished()) c.finish(c.expected());  // the total is unknown: judge what came
       auto& t = c.counts();
@@ -159,6 +169,13 @@ class Receiver {
   }
 
  private:
+  void check_passes() {
+    if (std::string bad = passes_->check(); !bad.empty()) {
+      sum_.add_error(bad);
+      fatal_ = true;
+    }
+  }
+
   void receive(const ibv_wc& wc, std::vector<uint32_t>& repost) {
     if (wc.status != IBV_WC_SUCCESS) {
       // A QP in error flushes every receive: report the first cause only.
@@ -195,6 +212,10 @@ class Receiver {
     if (wc.byte_len != o_.size)
       sum_.add_error("message of " + std::to_string(wc.byte_len) + " bytes on QP " + std::to_string(q));
     c.on_message(h.seq);
+    if (passes_ && (h.flags & kFlagMrPass)) {
+      passes_->announced(h.total);
+      check_passes();
+    }
     ++sum_.messages;
     sum_.bytes += wc.byte_len;
   }
@@ -208,6 +229,8 @@ class Receiver {
   unsigned fins_ = 0;
   bool fatal_ = false;
   std::optional<MrRewriter> rewriter_;
+  std::optional<MrPassChecker> passes_;
+  double next_pass_check_ = 0;
 };
 
 }  // namespace

@@ -1,15 +1,21 @@
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "common/error.hpp"
 #include "seq/clock.hpp"
 #include "seq/message.hpp"
+#include "seq/mr_passes.hpp"
 #include "seq/roles.hpp"
 
 namespace crx::verbs_seq {
 
 namespace {
+
+// wr_id of a --mr-remote-write pass (data and FIN wr_ids hold a QP index
+// below 2^16 in their upper half)
+constexpr uint64_t kPassWrId = UINT64_MAX;
 
 struct SendQp {
   uint64_t next_seq = 0;  // next number to send; at the end the announced total
@@ -42,6 +48,7 @@ class Sender {
       double now = now_s();
       uint64_t budget = rate_budget(now);
       bool stop_new = (o_.duration_s > 0 && now - watch_.start() >= o_.duration_s) || g_finish_signal;
+      if (!stop_new) maybe_write_pass(now);
       // Round robin: a rate-limited budget of one message per wake-up goes
       // to the QP after the one that got the last, not always to QP 0 first
       // (every QP carries traffic at the same time, as in an application).
@@ -65,6 +72,7 @@ class Sender {
     sum_.interrupted = g_stop_signal != 0;
     sum_.elapsed_s = now_s() - watch_.start();
     sum_.max_qp_stall_s = max_qp_stall_;
+    sum_.mr_remote_passes = passes_done_;
     watch_.report(sum_);
     return sum_;
   }
@@ -74,7 +82,7 @@ class Sender {
     return std::all_of(qps_.begin(), qps_.end(), [](const SendQp& q) { return q.fin_done; });
   }
   uint64_t outstanding() const {
-    uint64_t n = 0;
+    uint64_t n = pass_outstanding_ ? 1 : 0;
     for (auto& q : qps_) n += q.outstanding;
     return n;
   }
@@ -94,6 +102,32 @@ class Sender {
     }
     if (o_.busy_poll) ms = 0;
     return ms;
+  }
+
+  // --mr-remote-write: one pass at a time, one period apart. Its WRITE goes
+  // on QP 0; the next data message posted there announces it.
+  void maybe_write_pass(double now) {
+    if (o_.mr_remote_write_s <= 0 || pass_outstanding_ || now < next_pass_ || sum_.errors) return;
+    next_pass_ = now + o_.mr_remote_write_s;
+    ++pass_;
+    stamp_pages(s_.extra_mr->data(), o_.mr_size, pass_);
+    ibv_sge sge{reinterpret_cast<uintptr_t>(s_.extra_mr->data()), static_cast<uint32_t>(o_.mr_size),
+                s_.extra_mr->lkey()};
+    ibv_send_wr wr{};
+    wr.wr_id = kPassWrId;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.wr.rdma.remote_addr = s_.remote_mr_addr;
+    wr.wr.rdma.rkey = s_.remote_mr_rkey;
+    ibv_send_wr* bad = nullptr;
+    if (int err = ibv_post_send(s_.qps[0].get(), &wr, &bad)) {
+      sum_.add_error(std::string("ibv_post_send of MR write pass: ") + std::strerror(err));
+      return;
+    }
+    pass_outstanding_ = true;
+    announce_ = pass_;
   }
 
   // Posts what the window and budget allow on QP q; returns how many data
@@ -122,7 +156,12 @@ class Sender {
         st.fin_posted = true;
       } else {
         if (o_.verify_payload) fill_payload(buf, len, st.next_seq);
-        encode_message(buf, len, static_cast<uint16_t>(q), st.next_seq, 0, 0);
+        if (q == 0 && announce_) {
+          encode_message(buf, len, 0, st.next_seq, kFlagMrPass, *announce_);
+          announce_.reset();
+        } else {
+          encode_message(buf, len, static_cast<uint16_t>(q), st.next_seq, 0, 0);
+        }
         bool dup_now = q == 0 && o_.inject_dup && *o_.inject_dup == st.next_seq && !st.dup_done;
         if (dup_now)
           st.dup_done = true;  // debug: the same number goes out once more
@@ -154,6 +193,14 @@ class Sender {
   }
 
   void complete(const ibv_wc& wc) {
+    if (wc.wr_id == kPassWrId) {
+      pass_outstanding_ = false;
+      if (wc.status != IBV_WC_SUCCESS)
+        sum_.add_error(std::string("MR write pass completion: ") + wc_status_name(wc.status));
+      else
+        passes_done_ = pass_;
+      return;
+    }
     auto q = static_cast<unsigned>(wc.wr_id >> 32);
     auto slot = static_cast<uint32_t>(wc.wr_id & 0xffffffff);
     if (q >= o_.qps || slot >= o_.window) {
@@ -186,6 +233,12 @@ class Sender {
   uint64_t posted_ = 0;  // data messages posted, all QPs
   unsigned next_qp_ = 0;  // where the next round of posting starts
   double max_qp_stall_ = 0;
+  // --mr-remote-write
+  uint64_t pass_ = 0;         // the last pass posted
+  uint64_t passes_done_ = 0;  // the last pass completed
+  bool pass_outstanding_ = false;
+  std::optional<uint64_t> announce_;  // for the next data message on QP 0
+  double next_pass_ = 0;
 };
 
 }  // namespace

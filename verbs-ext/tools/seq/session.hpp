@@ -17,12 +17,17 @@ struct Session {
   std::unique_ptr<CompletionQueue> cq;
   SrqPtr srq;
   std::unique_ptr<Buffer> buffer;
-  std::unique_ptr<Buffer> extra_mr;  // --mr-size: registered, written, never used
+  // --mr-size: registered and written; with --mr-remote-write the sender's
+  // is the source of its WRITEs and the receiver's their target
+  std::unique_ptr<Buffer> extra_mr;
   std::vector<QpPtr> qps;
 
   QpSettings settings;
   LocalInfo local;
   std::vector<uint32_t> psns;  // our initial send PSN per QP
+  // sender with --mr-remote-write: the receiver's MR (from the set-up)
+  uint64_t remote_mr_addr = 0;
+  uint32_t remote_mr_rkey = 0;
 
   // Slot i of the buffer holds one message; window slots per QP.
   char* slot(size_t i, size_t size) const { return buffer->data() + i * size; }

@@ -28,6 +28,7 @@ std::string summary_json(const Summary& s) {
     j["unexpected"] = s.seq.beyond_total;
   }
   if (s.mr_size) j["mr_size"] = s.mr_size;
+  if (s.mr_remote_passes) j["mr_remote_passes"] = s.mr_remote_passes;
   j["max_stall_s"] = s.max_stall_s;
   if (s.max_qp_stall_s >= 0) j["max_qp_stall_s"] = s.max_qp_stall_s;
   if (s.stalls_listed) {

@@ -38,6 +38,7 @@ struct Summary {
   bool stalls_listed = false;  // --stall-list given: "stalls" is printed, maybe empty
   std::vector<Stall> stalls;
   size_t mr_size = 0;         // --mr-size
+  uint64_t mr_remote_passes = 0;  // --mr-remote-write: passes completed / announced
   bool interrupted = false;
   std::string first_error;
 

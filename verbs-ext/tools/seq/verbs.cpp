@@ -57,17 +57,26 @@ LocalInfo query_local(ibv_context* ctx, int port, int gid_index) {
   return info;
 }
 
-Memory::Memory(size_t bytes, unsigned char fill) : bytes_(bytes) {
-  void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw_errno("mmap " + std::to_string(bytes_) + " bytes");
-  data_ = static_cast<char*>(p);
+Memory::Memory(size_t bytes, unsigned char fill, bool huge) : bytes_(bytes) {
+  constexpr size_t kHuge = size_t{2} << 20;
+  map_bytes_ = huge ? bytes_ + kHuge : bytes_;
+  void* p = mmap(nullptr, map_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw_errno("mmap " + std::to_string(map_bytes_) + " bytes");
+  map_ = static_cast<char*>(p);
+  data_ = map_;
+  if (huge) {
+    auto at = reinterpret_cast<uintptr_t>(map_);
+    data_ = reinterpret_cast<char*>((at + kHuge - 1) & ~(kHuge - 1));
+    if (madvise(data_, bytes_, MADV_HUGEPAGE)) throw_errno("madvise MADV_HUGEPAGE");
+  }
   std::memset(data_, fill, bytes_);
 }
 
-Memory::~Memory() { munmap(data_, bytes_); }
+Memory::~Memory() { munmap(map_, map_bytes_); }
 
-Buffer::Buffer(ibv_pd* pd, size_t bytes, unsigned char fill) : mem_(bytes, fill) {
-  mr_.reset(ibv_reg_mr(pd, mem_.data(), bytes, IBV_ACCESS_LOCAL_WRITE));
+Buffer::Buffer(ibv_pd* pd, size_t bytes, unsigned char fill, int extra_access, bool huge)
+    : mem_(bytes, fill, huge) {
+  mr_.reset(ibv_reg_mr(pd, mem_.data(), bytes, IBV_ACCESS_LOCAL_WRITE | extra_access));
   if (!mr_) {
     int err = errno;
     throw_errno("ibv_reg_mr " + std::to_string(bytes) + " bytes", err);
@@ -87,7 +96,7 @@ void qp_to_init(ibv_qp* qp, const QpSettings& s) {
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
   a.port_num = static_cast<uint8_t>(s.port);
-  a.qp_access_flags = 0;
+  a.qp_access_flags = static_cast<unsigned>(s.access);
   modify(qp, a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS, "INIT");
 }
 

@@ -47,28 +47,34 @@ LocalInfo query_local(ibv_context* ctx, int port, int gid_index);
 
 // Private anonymous memory with every byte written (fill), so that each page
 // is really there (a migration has to move it); unmapped on destruction.
+// huge: on 2 MiB boundaries with MADV_HUGEPAGE, before the first write.
 class Memory {
  public:
-  Memory(size_t bytes, unsigned char fill);
+  Memory(size_t bytes, unsigned char fill, bool huge = false);
   ~Memory();
   Memory(const Memory&) = delete;
   Memory& operator=(const Memory&) = delete;
   char* data() const { return data_; }
 
  private:
+  char* map_ = nullptr;  // what mmap gave (more than bytes_ when aligned)
+  size_t map_bytes_ = 0;
   char* data_ = nullptr;
   size_t bytes_ = 0;
 };
 
-// Page-aligned memory registered for local access.
+// Page-aligned memory registered for local access (and the extra access
+// flags given).
 class Buffer {
  public:
-  Buffer(ibv_pd* pd, size_t bytes, unsigned char fill = 0);
+  Buffer(ibv_pd* pd, size_t bytes, unsigned char fill = 0, int extra_access = 0,
+         bool huge = false);
   ~Buffer();
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   char* data() const { return mem_.data(); }
   uint32_t lkey() const { return mr_->lkey; }
+  uint32_t rkey() const { return mr_->rkey; }
 
  private:
   Memory mem_;
@@ -81,6 +87,7 @@ struct QpSettings {
   int timeout = 14;
   int retry_cnt = 7;
   int rnr_retry = 7;
+  int access = 0;  // the QP's remote access flags (IBV_ACCESS_REMOTE_*)
 };
 
 void qp_to_init(ibv_qp* qp, const QpSettings& s);

@@ -138,7 +138,7 @@ void register_migrate(Cli& cli) {
       migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       if (a->no_page_dedup) criu.disable_page_dedup();
       o.manifest.inventory = criu.inventory().to_json();
-      migrate::VerbsSource verbs(criu, qps, a->id);
+      migrate::VerbsSource verbs(criu, qps, a->id, !inv.empty());
       std::optional<migrate::FreezeHookSource> hooked;
       if (!a->on_freeze.empty()) hooked.emplace(verbs, a->on_freeze, a->id, o.timeout);
       migrate::SourceSide& source = hooked ? static_cast<migrate::SourceSide&>(*hooked) : verbs;

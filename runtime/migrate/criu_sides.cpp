@@ -227,7 +227,7 @@ void CriuSource::run_dump(
   if (page_dedup_) {
     int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) throw_errno("duplicating the page channel");
-    dedup.emplace(ledger_, UniqueFd(copy), page_layout_);
+    dedup.emplace(ledger_, UniqueFd(copy), page_layout_, !parent.empty());
     page_fd = dedup->criu_end();
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};

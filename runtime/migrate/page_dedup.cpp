@@ -75,8 +75,10 @@ PageHeaderLayout page_header_layout(unsigned major, unsigned minor) {
                                                    : PageHeaderLayout::Criu3;
 }
 
-PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout)
-    : ledger_(ledger), network_(std::move(network)), layout_(layout) {
+PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
+                               bool criu_has_parent)
+    : ledger_(ledger), network_(std::move(network)), layout_(layout),
+      criu_has_parent_(criu_has_parent) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
@@ -174,7 +176,8 @@ void PageDedupRelay::relay() {
         flush();
         char has_parent = 0;
         read_exact(network_.get(), &has_parent, 1, "reading the page server's answer");
-        write_all(local_.get(), &has_parent, 1, "answering CRIU");
+        const char to_criu = criu_has_parent_ ? has_parent : 0;
+        write_all(local_.get(), &to_criu, 1, "answering CRIU");
         open_image_ = dst_id;
         has_parent_ = has_parent != 0;
         break;

@@ -46,7 +46,14 @@ class PageDedupRelay {
  public:
   // Takes the page channel (blocking, connected to a `criu page-server`).
   // The ledger outlives the relay (one per migration, one relay per round).
-  PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout);
+  // criu_has_parent false: CRIU dumps without a parent (no --prev-images-dir),
+  // so it is told that the destination's round has none, whatever the page
+  // server answers: a dump told otherwise looks for the parent's inventory
+  // to rule out pid reuse and fails without it (criu/mem.c,
+  // detect_pid_reuse). The relay still leaves out unchanged pages where the
+  // destination has a parent.
+  PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
+                 bool criu_has_parent = true);
   ~PageDedupRelay();
   PageDedupRelay(const PageDedupRelay&) = delete;
   PageDedupRelay& operator=(const PageDedupRelay&) = delete;
@@ -70,6 +77,7 @@ class PageDedupRelay {
   PageLedger& ledger_;
   UniqueFd network_, local_, criu_;
   PageHeaderLayout layout_;
+  bool criu_has_parent_;
   std::string out_;          // bytes for the network, flushed before an answer
   bool has_parent_ = false;  // of the pagemap image open now
   uint64_t open_image_ = 0;

@@ -5,6 +5,15 @@
 // and on rollback, before the container is thawed, so its partners
 // un-pause and carry on with the source. destroy() needs nothing: the
 // QPs end with the source's processes.
+//
+// The final dump of a container that has had verbs objects does not trust
+// the soft-dirty bits of the pre-copy rounds: CRIU gets no parent and dumps
+// every page, and the page filter (page_dedup.hpp) still sends only those
+// whose content changed. The NIC's writes into pinned memory never set the
+// bit, and the kernel keeps a pinned page's bit set only where a PTE maps
+// it: a pre-dump clears the bit of a pinned transparent huge page
+// (clear_soft_dirty_pmd() has no pinned check), so the final dump would
+// leave out what the NIC wrote there since (runtime/migrate/README.md).
 #pragma once
 #include <string>
 
@@ -15,16 +24,18 @@ namespace crx::migrate {
 
 class VerbsSource : public SourceSide {
  public:
-  VerbsSource(SourceSide& inner, rdma::StoppedQps& qps, std::string id)
-      : inner_(inner), qps_(qps), id_(std::move(id)) {}
+  // has_verbs: the container had verbs objects before the migration began.
+  VerbsSource(SourceSide& inner, rdma::StoppedQps& qps, std::string id, bool has_verbs)
+      : inner_(inner), qps_(qps), id_(std::move(id)), verbs_seen_(has_verbs) {}
   void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
   // Freezes, then stops the container's QPs at once (the dump would stop
   // them only once CRIU gets to the uverbs fds): a frozen receiver posts
   // no receives, and its partners' RNR retries must not run out meanwhile.
   // A failure rolls back (resume() resumes the QPs stopped so far).
   void freeze() override;
+  // Without the parent once verbs objects were seen (above).
   void dump(const std::string& images_dir, const std::string& parent, int page_fd) override {
-    inner_.dump(images_dir, parent, page_fd);
+    inner_.dump(images_dir, verbs_seen_ ? std::string() : parent, page_fd);
   }
   // Resumes the stopped QPs, then the container (also when the first
   // fails); throws afterwards if either failed.
@@ -40,6 +51,7 @@ class VerbsSource : public SourceSide {
   SourceSide& inner_;
   rdma::StoppedQps& qps_;
   std::string id_;
+  bool verbs_seen_;  // at the start, or QPs stopped by a pre-dump or the freeze
 };
 
 }  // namespace crx::migrate

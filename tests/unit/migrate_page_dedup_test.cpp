@@ -160,6 +160,7 @@ struct Round {
   std::vector<Record> at_destination;
   PageDedupStats stats;
   bool closed = false;
+  std::vector<std::string> answers_to_criu;  // in order
 };
 
 struct CriuWrites {
@@ -195,14 +196,15 @@ struct CriuWrites {
 };
 
 Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
-                int server_fails_after = -1, int32_t status_at_close = 0) {
+                int server_fails_after = -1, int32_t status_at_close = 0,
+                bool criu_has_parent = true) {
   int net[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
   FakePageServer server{w.layout, has_parent, server_fails_after, status_at_close};
   server.start(UniqueFd(net[1]));
   Round r;
   {
-    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout);
+    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent);
     // CRIU: writes its stream, reading each answer where it waits for one.
     std::thread criu([&, fd = relay.criu_end()] {
       size_t off = 0;
@@ -211,6 +213,7 @@ Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
           write_all(fd, w.bytes.substr(off, at - off));
           std::string answer(len, '\0');
           if (!read_all(fd, answer.data(), len)) return;
+          r.answers_to_criu.push_back(answer);
           off = at;
         }
         write_all(fd, w.bytes.substr(off));
@@ -303,6 +306,27 @@ TEST_P(PageDedupTest, WithoutAParentAtTheDestinationNothingIsLeftOut) {
   run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
   auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
   EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
+}
+
+// The final dump of a container with verbs objects runs without a parent
+// (verbs_source.hpp): CRIU must hear "no parent" (else it looks for the
+// parent's inventory and fails), and unchanged pages still stay behind.
+TEST_P(PageDedupTest, CriuWithoutAParentIsToldThereIsNoneButUnchangedPagesStayBehind) {
+  std::string a = page('a'), b = page('b');
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, a + b).close(), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, a + page('B')).close(), true,
+                     -1, 0, false);
+  ASSERT_FALSE(r.answers_to_criu.empty());
+  EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\0'));
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(1, page('B'))}));
+  EXPECT_EQ(r.stats.pages_unchanged, 1u);
+}
+
+// With its parent, CRIU hears the page server's answer as it is.
+TEST_P(PageDedupTest, CriuWithAParentHearsThePageServersAnswer) {
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
+  ASSERT_FALSE(r.answers_to_criu.empty());
+  EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\1'));
 }
 
 TEST_P(PageDedupTest, SharedMemoryPassesThrough) {

@@ -47,17 +47,18 @@ struct FakeQps : rdma::StoppedQps {
   Calls& calls;
   std::string side;
   bool fail = false;
+  int qps = 2;  // how many a stop or resume finds
   FakeQps(Calls& c, std::string s) : calls(c), side(std::move(s)) {}
   int resume_stopped(const std::string& id) override {
     calls.add(side + " resume QPs " + id);
     if (fail) throw rdma::RdmaError(rdma::RdmaCause::VerbsCall, "resume: Input/output error", EIO);
-    return 2;
+    return qps;
   }
   bool fail_stop = false;
   int stop_all(const std::string& id) override {
     calls.add(side + " stop QPs " + id);
     if (fail_stop) throw rdma::RdmaError(rdma::RdmaCause::VerbsCall, "stop: Input/output error", EIO);
-    return 2;
+    return qps;
   }
 };
 
@@ -68,15 +69,18 @@ struct FakeSource : SourceSide {
   crx::migrate::PageDedupStats last_round_dedup() const override { return {}; }
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
+  std::vector<std::string> parents;  // given to each pre-dump and dump, in order
   explicit FakeSource(Calls& c) : calls(c) {}
-  void pre_dump(const std::string& dir, const std::string&, int fd) override {
+  void pre_dump(const std::string& dir, const std::string& parent, int fd) override {
+    parents.push_back(parent);
     calls.add("pre-dump");
     if (fail_pre_dump) throw Error("criu pre-dump failed");
     write_file(dir + "/core-1.img", "x");
     (void)!::write(fd, "pages", 5);
   }
   void freeze() override { calls.add("freeze"); }
-  void dump(const std::string& dir, const std::string&, int fd) override {
+  void dump(const std::string& dir, const std::string& parent, int fd) override {
+    parents.push_back(parent);
     calls.add("dump");
     if (fail_dump) throw Error("criu dump failed");
     write_file(dir + "/core-1.img", "x");
@@ -152,6 +156,7 @@ struct Harness {
   FakeQps dst_qps{calls, "destination"};
   test::FakeRdmaHost host;
   int pre_copy = 0;
+  bool verbs_at_start = true;
   MigrationReport sender, receiver;
 
   Harness() {
@@ -194,7 +199,7 @@ struct Harness {
     so.pre_copy = PreCopyPolicy{pre_copy, 0};
     so.timeout = 10s;
     so.restore_timeout = 10s;
-    VerbsSource vsrc(src, src_qps, "c1");
+    VerbsSource vsrc(src, src_qps, "c1", verbs_at_start);
     sender = migrate_out(vsrc, so);
     receiver = rx.get();
   }
@@ -293,6 +298,44 @@ TEST(MigrateVerbs, PreDumpRoundsKeepSourceQpsRunning) {
   ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
   EXPECT_EQ(h.calls.count("pre-dump"), 2);
   EXPECT_EQ(h.calls.count("source resume QPs c1"), 2);  // once per pre-dump
+}
+
+// A pre-dump clears the soft-dirty bits of pinned huge pages, and the NIC
+// never sets them: the final dump of a container with verbs objects must
+// not lean on the rounds before (CRIU gets no parent; the page filter
+// still leaves out unchanged pages).
+TEST(MigrateVerbs, FinalDumpWithVerbsTakesNoParent) {
+  Harness h;
+  h.pre_copy = 2;
+  h.run();
+  ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
+  ASSERT_EQ(h.src.parents.size(), 3u);
+  EXPECT_EQ(h.src.parents[1], "../1");  // pre-dumps still chain
+  EXPECT_EQ(h.src.parents[2], "");
+}
+
+// Verbs objects that appear only during pre-copy count as well (the
+// pre-dump found QPs to resume).
+TEST(MigrateVerbs, VerbsFirstSeenAtAPreDumpDropTheParentToo) {
+  Harness h;
+  h.pre_copy = 1;
+  h.verbs_at_start = false;
+  h.run();
+  ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
+  ASSERT_EQ(h.src.parents.size(), 2u);
+  EXPECT_EQ(h.src.parents[1], "");
+}
+
+// No verbs objects at any point: the final dump keeps its parent.
+TEST(MigrateVerbs, WithoutVerbsTheFinalDumpKeepsItsParent) {
+  Harness h;
+  h.pre_copy = 1;
+  h.verbs_at_start = false;
+  h.src_qps.qps = 0;
+  h.run();
+  ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
+  ASSERT_EQ(h.src.parents.size(), 2u);
+  EXPECT_EQ(h.src.parents[1], "../1");
 }
 
 }  // namespace

@@ -447,5 +447,36 @@ class RdmaMigrateTest(RdmaBedCase):
         self.wait_progress(cid, n + 200)
         self.finish(cid, sender, count, k=2)
 
+    def test_13_nic_writes_into_huge_pages_after_pre_copy_arrive(self):
+        """The NIC's writes set no soft-dirty bit, and a pre-dump clears
+        the bit of a pinned transparent huge page (clear_soft_dirty_pmd()
+        has no pinned check, unlike the PTE path): the final dump must not
+        trust the bits for such an MR. The receiver's 16 MiB MR is on huge
+        pages (--mr-huge); every 2 s the sender RDMA-WRITEs a new pass
+        into every page of it and announces the pass on its next message
+        (--mr-remote-write); the receiver fails when a page holds an older
+        pass than the last announced, and it checks every 50 ms, before the
+        restored QPs let any new write in. Moved with one pre-copy round,
+        so passes land between the pre-dump and the freeze. Failed while
+        the final dump took the pre-dump as its parent (2026-11-29: the
+        final round sent 28 KiB of a 16 MiB MR the NIC had rewritten, and
+        "MR page 53 holds remote write pass 29, but pass 30 was announced
+        as in place")."""
+        cid, mr = "seq13", 16 << 20
+        sender = self.start_pair(cid, 18613, None, 100,
+                                 seq_args=f"--mr-size {mr} --mr-huge --mr-remote-write 2")
+        self.wait_progress(cid, 500)
+        huge_kib = int(self.sh(self.tb, 0,
+                               "p=$(pgrep -f '^crx-verbs-seq recv --port 18613 ' | head -1); "
+                               "awk '/^AnonHugePages:/ {print $2}' /proc/$p/smaps_rollup").strip())
+        print(f"{cid}: the receiver has {huge_kib} KiB on huge pages", flush=True)
+        self.assertGreaterEqual(huge_kib * 1024, mr // 2,
+                                "the MR is not on huge pages: this case would prove nothing")
+        self.migrate(cid, 0, 2, "--pre-copy 1")
+        self.wait_progress(cid, self.progress(cid) + 500)
+        self.finish(cid, sender, None, k=2)
+        rsum = json.loads(self.read(cid + ".json").strip().splitlines()[-1])
+        self.assertGreaterEqual(rsum.get("mr_remote_passes", 0), 4, rsum)
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -110,8 +110,9 @@ class RdmaMigrateTest(RdmaBedCase):
         # g2 gets Debian's stock rdma_rxe (kept beside the patched one by
         # rxe-patches/build.sh), which crx rdma setup must refuse too
         stock = "/lib/modules/$(uname -r)/stock/rdma_rxe.ko.stock"
-        swap = ("rdma link delete rxe0 && rmmod rdma_rxe && insmod {mod} && "
+        swap = ("rmmod rdma_rxe && insmod {mod} && "
                 "rdma link add rxe0 type rxe netdev eth0")
+        self.unlink_rxe(2)
         self.sh(self.tb, 2, swap.format(mod=stock))
         try:
             rc, out, err = self.tb.run(2, f"{CRX} rdma setup")
@@ -130,6 +131,25 @@ class RdmaMigrateTest(RdmaBedCase):
             print(self.sh(self.tb, 2, "rdma link delete rxe0; rmmod rdma_rxe; "
                                       f"{CRX} rdma setup && {CRX} rdma status"), flush=True)
         self.finish(cid, sender, count)
+
+    def unlink_rxe(self, k):
+        """`rdma link delete rxe0` on gk, bounded: it waits for every user
+        of the device to let go, and it hung once right after test_3b
+        (2026-11-29, the guest killed at 120 s). If it does not finish in
+        60 s, fail with what holds the device: the command's kernel stack,
+        the verbs objects left, the processes with a uverbs file open."""
+        # In the background and polled: a command stuck in the kernel does
+        # not die of timeout(1)'s signals.
+        rc, out, err = self.tb.run(k, "rdma link delete rxe0 & p=$!; for i in $(seq 60); do "
+                                      "kill -0 $p 2>/dev/null || { wait $p; exit $?; }; sleep 1; "
+                                      "done; exit 124", timeout=120)
+        if rc == 0:
+            return
+        diag = self.tb.run(k, "for p in $(pgrep -x rdma); do echo rdma $p; cat /proc/$p/stack; done; "
+                              "rdma resource show; ls -l /proc/[0-9]*/fd 2>/dev/null | grep -B99 uverbs "
+                              "| grep -e '^/proc' -e uverbs; ps -eo pid,stat,wchan:32,cmd; "
+                              "dmesg | tail -30", timeout=120)[1]
+        self.fail(f"rdma link delete rxe0 on g{k} did not finish ({rc}): {out}{err}\n{diag}")
 
     def test_4b_lazy_is_refused_before_the_freeze(self):
         """crx migrate --lazy (post-copy) of a container with verbs objects:

@@ -102,6 +102,8 @@ Options parse_options(int argc, char** argv) {
   if (o.srq && o.role == Role::Send) throw Error("--srq is a receiver option");
   if (o.mr_rewrite_s > 0 && o.mr_size == 0) throw Error("--mr-rewrite needs --mr-size");
   if (o.mr_remote_write_s > 0 && o.mr_size == 0) throw Error("--mr-remote-write needs --mr-size");
+  if (o.mr_remote_write_s > 0 && o.mr_size > (size_t{1} << 31))
+    throw Error("--mr-remote-write writes the MR in one message: --mr-size at most 2 GiB");
   if (o.mr_remote_write_s > 0 && o.mr_rewrite_s > 0)
     throw Error("--mr-remote-write and --mr-rewrite both change the MR: choose one");
   if (o.mr_huge && o.mr_size == 0) throw Error("--mr-huge needs --mr-size");

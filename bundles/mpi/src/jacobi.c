@@ -20,6 +20,12 @@
  * --verify: rank 0 also recomputes the whole grid serially and compares it
  * bit for bit with the distributed result (gathered row block by row block).
  *
+ * --timeline K: the last rank also prints {"timeline":{"iter":I,"t":T}}
+ * every K iterations, T its MPI_Wtime() since the start of the solve. The
+ * last rank is the one a benchmark does not move, so T stays on one clock;
+ * every rank waits for its neighbours each iteration, so a stall anywhere
+ * shows in its timeline (tests/bench/mpi splits a job's delay with it).
+ *
  * stdout (rank 0): one JSON line. stderr: progress lines
  *   {"progress":{"iter":I,"norm":R}} every --progress iterations.
  * Exit status 0 only if the run checked out ("ok":true). */
@@ -34,7 +40,7 @@ static void usage(int rank)
 {
     if (rank == 0)
         fprintf(stderr, "usage: mpi-jacobi [--n N] [--iters I] [--check C] [--progress P] "
-                        "[--bulk BYTES] [--bulk-every K] [--verify|--no-verify]\n");
+                        "[--bulk BYTES] [--bulk-every K] [--timeline K] [--verify|--no-verify]\n");
 }
 
 /* Prints ,"hosts":[...] : every rank's MPI_Get_processor_name, in rank order
@@ -150,6 +156,7 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &size);
 
     int n = 512, iters = 400, check = 10, progress = 50, verify = 1, bulk = 0, bulk_every = 10;
+    int timeline = 0;
     for (int a = 1; a < argc; a++) {
         const char *s = argv[a];
         int *target = NULL;
@@ -165,6 +172,8 @@ int main(int argc, char **argv)
             target = &bulk;
         else if (!strcmp(s, "--bulk-every"))
             target = &bulk_every;
+        else if (!strcmp(s, "--timeline"))
+            target = &timeline;
         else if (!strcmp(s, "--verify")) {
             verify = 1;
             continue;
@@ -238,6 +247,10 @@ int main(int argc, char **argv)
                 fprintf(stderr, "{\"progress\":{\"iter\":%d,\"norm\":%.17g}}\n", it, norm);
                 fflush(stderr);
             }
+        }
+        if (timeline > 0 && rank == size - 1 && it % timeline == 0) {
+            fprintf(stderr, "{\"timeline\":{\"iter\":%d,\"t\":%.4f}}\n", it, MPI_Wtime() - t0);
+            fflush(stderr);
         }
     }
     double seconds = MPI_Wtime() - t0;

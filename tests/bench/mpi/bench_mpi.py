@@ -31,7 +31,11 @@ it passed iteration --move-at; per repetition, interleaved:
   commands, so both ways use the same CRIU and plugin.
 
 Every run must give the unmigrated checksum (and no bulk errors), else the
-benchmark fails. Per migration: the report's phases (checkpoint and
+benchmark fails. The last rank (never moved) prints the time of every
+10th iteration (mpi-jacobi --timeline); against the unmigrated runs'
+times of the same iterations, that splits a job's delay into the stall
+(the slowest stretch, which holds the downtime), what the job lost before
+it (the move's work while the rank still runs) and after it. Per migration: the report's phases (checkpoint and
 transfer are one streamed phase for crx, separate for the runc way; then
 restore), the downtime (the rank frozen: crx's own figure; the runc way:
 from the checkpoint's start to the restore's end) and the job's delay (its
@@ -53,7 +57,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "vm", "mpi"))
 from mpi_bed import UCX_ENV, UCX_TCP_ENV, MpiBed, host_reference, missing  # noqa: E402
 
-JACOBI = "--n 256 --iters 2500 --check 10 --progress 250 --bulk 524288 --bulk-every 100"
+JACOBI = ("--n 256 --iters 2500 --check 10 --progress 250 --bulk 524288 --bulk-every 100 "
+          "--timeline 10")
 DELAY_GOAL = 1.2
 DOWNTIME_GOAL = 0.3
 # UCX's receive pools sized for a 3-rank job instead of its defaults
@@ -92,6 +97,7 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
             rec["report"], rec["move_s"] = report, took
 
     rc, res, took = bed.mpirun("mpi-jacobi", JACOBI, tag, during=during, ucx=ucx)
+    rec["timeline"] = timeline(bed.read(tag + ".err"))
     if rc != 0 or not res or not res["ok"] or res["checksum"] != ref["checksum"] \
             or res["bulk"]["errors"]:
         raise AssertionError(f"{name}: wrong result ({rc}): {res}\n"
@@ -99,6 +105,44 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
     bed.wait_gone()
     rec["took"] = took
     return rec
+
+
+def timeline(err):
+    """[[iteration, seconds], ...] from mpi-jacobi --timeline lines."""
+    points = []
+    for line in err.splitlines():
+        if line.startswith('{"timeline"'):
+            t = json.loads(line)["timeline"]
+            points.append([t["iter"], t["t"]])
+    return points
+
+
+def delay_split(run, base_runs):
+    """Where a migrated job lost its time, against the unmigrated runs'
+    timelines: {"before", "stall", "after", "timeline"} seconds, or None
+    without timelines. Each stretch between two timeline points is
+    compared with the mean of the same stretch unmigrated; the stall is the
+    stretch that lost most."""
+    tl = run.get("timeline") or []
+    bases = [r["timeline"] for r in base_runs if r.get("timeline")]
+    if len(tl) < 2 or not bases or any(len(b) != len(tl) for b in bases):
+        return None
+    dts = [b - a for (_, a), (_, b) in zip(tl, tl[1:])]
+    base = [statistics.mean(bl[i + 1][1] - bl[i][1] for bl in bases) for i in range(len(dts))]
+    excess = [d - b for d, b in zip(dts, base)]
+    worst = max(range(len(excess)), key=lambda i: excess[i])
+    return {"before": sum(excess[:worst]), "stall": excess[worst],
+            "after": sum(excess[worst + 1:]), "timeline": sum(excess),
+            "stall_at": tl[worst][0]}
+
+
+def delay_curve(run, base_runs):
+    """(iterations, seconds lost so far) of a migrated run against the
+    mean of the unmigrated runs' timelines, for the plot."""
+    tl = run["timeline"]
+    bases = [r["timeline"] for r in base_runs if r.get("timeline")]
+    mean = [statistics.mean(b[i][1] for b in bases) for i in range(len(tl))]
+    return [p[0] for p in tl], [p[1] - m for p, m in zip(tl, mean)]
 
 
 def phases(report):
@@ -158,6 +202,10 @@ def summarize(runs):
             "move": mean_sd(r["move_s"] for r in rs),
             "mb": statistics.mean(moved_bytes(r["report"]) for r in rs) / 1e6,
         }
+        splits = [delay_split(r, runs[ref]) for r in rs]
+        if splits and all(splits):
+            rows[way]["split"] = {k: statistics.mean(s[k] for s in splits)
+                                  for k in ("before", "stall", "after", "timeline")}
         finals = [final_round_bytes(r["report"]) for r in rs]
         if all(f is not None for f in finals):
             rows[way]["final_mb"] = statistics.mean(finals) / 1e6
@@ -190,6 +238,17 @@ def table(rows):
                            f"**{rows[way]['downtime'][0] / runc:.2f}** (goal <= {DOWNTIME_GOAL})")
     for way, r in rows.items():
         out.append(f"- {way}: job delay / downtime **{r['ratio'][0]:.2f}** (goal <= {DELAY_GOAL})")
+    split = {w: r for w, r in rows.items() if "split" in r}
+    if split:
+        out += ["", "Where the delay went (the last rank's timeline against the unmigrated "
+                "runs', means):", "",
+                "| way | job delay | in the timeline | before the stall | the stall | downtime "
+                "| stall - downtime | after the stall |", "|---|---|---|---|---|---|---|---|"]
+        for way, r in split.items():
+            s, down = r["split"], r["downtime"][0]
+            out.append(f"| {way} | {r['delay'][0]:.1f} s | {s['timeline']:.1f} s "
+                       f"| {s['before']:.1f} s | {s['stall']:.1f} s | {down:.1f} s "
+                       f"| {s['stall'] - down:.1f} s | {s['after']:.1f} s |")
     return "\n".join(out)
 
 
@@ -197,7 +256,12 @@ def plot(runs, rows, path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5))
+    lost = {w: [(r, delay_curve(r, runs[BASE[w]])) for r in runs[w]] for w in rows
+            if "split" in rows[w]}
+    if lost:
+        fig, (left, right, third) = plt.subplots(1, 3, figsize=(18, 5))
+    else:
+        fig, (left, right) = plt.subplots(1, 2, figsize=(12, 5))
     ways = list(rows)
     bottom = [0.0] * len(ways)
     for part, color in (("checkpoint+transfer", "tab:blue"), ("restore", "tab:orange"),
@@ -226,6 +290,19 @@ def plot(runs, rows, path):
     right.set_xlim(left=0)
     right.legend(fontsize=8)
     right.grid(alpha=0.3)
+    if lost:
+        for i, (way, curves) in enumerate(lost.items()):
+            for k, (run, (iters, secs)) in enumerate(curves):
+                third.plot(iters, secs, color=f"C{i}", alpha=0.8,
+                           label=way if k == 0 else None)
+                at = run.get("at")
+                if at:
+                    third.axvline(at, color=f"C{i}", ls=":", alpha=0.4)
+        third.set_xlabel("iteration (dotted: the move starts)")
+        third.set_ylabel("seconds lost against the unmigrated runs")
+        third.set_title("when the job loses its time (last rank's timeline)")
+        third.legend(fontsize=8)
+        third.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
 

@@ -42,6 +42,12 @@ const SharedKey& key() {
   return k;
 }
 
+// How long either end waits for the other's next frame in the TLS
+// handshake. Not a timing check: a bound for a wedged peer. The suite also
+// runs in a TCG guest (vm_host_suite), where a handshake once took over
+// 5 s while the host's two cores were busy with a build.
+constexpr auto kHandshake = 30s;
+
 struct PageChannel {
   crx::UniqueFd sender, receiver;
   std::unique_ptr<crx::test::TamperRelay> relay;
@@ -61,14 +67,14 @@ PageChannel page_channel(TlsCipher cipher = TlsCipher::Aes128Gcm) {
   });
   auto rx = std::async(std::launch::async, [&] {
     FrameConn c(server.accept(10s), "sender");
-    c.set_timeout(5s);
+    c.set_timeout(kHandshake);
     AuthPeer who = authenticate_as_server(c, key(), WireSecurity::Tls);
     EXPECT_EQ(who.channel, "pages");
     return c.release_fd();
   });
   FrameConn c(connect_tcp(parse_host_port("127.0.0.1:" + std::to_string(relay_in.port())), 5s),
               "receiver");
-  c.set_timeout(5s);
+  c.set_timeout(kHandshake);
   authenticate_as_client(c, Credentials{WireSecurity::Tls, &key(), nullptr, cipher}, "pages",
                          "5e55");
   pc.sender = c.release_fd();

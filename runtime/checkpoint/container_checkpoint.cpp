@@ -194,6 +194,15 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
   o.work_dir_fd = work.get();
   o.log_file = r.pre_dump ? "pre-dump.log" : "dump.log";
   o.parent_img = r.parent_path;
+  // A pre-dump clears the soft-dirty bits of pinned transparent huge pages,
+  // and the NIC's writes set none: the dump of a container with verbs
+  // objects must not leave out what it did not see change since its parent
+  // (runtime/migrate/README.md). CRIU dumps all of its pages instead.
+  if (!r.pre_dump && !r.parent_path.empty() && !rdma::ContainerQps(g).inventory(id).empty()) {
+    log::debug("checkpoint: " + id + " has verbs objects: every page is dumped, not only those "
+              "changed since " + r.parent_path);
+    o.parent_img.clear();
+  }
   o.leave_running = r.leave_running || r.pre_dump;
   o.track_mem = r.pre_dump || !r.parent_path.empty();
   o.lazy_pages = r.flags.lazy_pages;

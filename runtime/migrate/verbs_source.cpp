@@ -8,8 +8,10 @@ namespace crx::migrate {
 std::string VerbsSource::resume_qps() noexcept {
   try {
     int n = qps_.resume_stopped(id_);
-    if (n > 0) verbs_seen_ = true;
-    if (n > 0) log::debug("migrate: resumed " + std::to_string(n) + " stopped QPs of " + id_);
+    if (n > 0) {
+      verbs_seen_ = true;
+      log::debug("migrate: resumed " + std::to_string(n) + " stopped QPs of " + id_);
+    }
     return {};
   } catch (const std::exception& e) {
     return e.what();
@@ -30,8 +32,10 @@ void VerbsSource::pre_dump(const std::string& images_dir, const std::string& par
 void VerbsSource::freeze() {
   inner_.freeze();
   int n = qps_.stop_all(id_);
-  if (n > 0) verbs_seen_ = true;
-  if (n > 0) log::debug("migrate: stopped " + std::to_string(n) + " QPs of " + id_ + " at the freeze");
+  if (n > 0) {
+    verbs_seen_ = true;
+    log::debug("migrate: stopped " + std::to_string(n) + " QPs of " + id_ + " at the freeze");
+  }
 }
 
 void VerbsSource::resume() {

@@ -467,6 +467,23 @@ class RdmaMigrateTest(RdmaBedCase):
         self.wait_progress(cid, n + 200)
         self.finish(cid, sender, count, k=2)
 
+    def start_nic_written_pair(self, cid, port, progress):
+        """start_pair() of a receiver whose 16 MiB MR is on huge pages and
+        written only by the sender's NIC (--mr-remote-write 2), until it
+        counted `progress` messages; fails unless the MR is on huge pages
+        (without them test_13 and test_13b prove nothing). The sender."""
+        mr = 16 << 20
+        sender = self.start_pair(cid, port, None, 100,
+                                 seq_args=f"--mr-size {mr} --mr-huge --mr-remote-write 2")
+        self.wait_progress(cid, progress)
+        huge_kib = int(self.sh(self.tb, 0,
+                               f"p=$(pgrep -f '^crx-verbs-seq recv --port {port} ' | head -1); "
+                               "awk '/^AnonHugePages:/ {print $2}' /proc/$p/smaps_rollup").strip())
+        print(f"{cid}: the receiver has {huge_kib} KiB on huge pages", flush=True)
+        self.assertGreaterEqual(huge_kib * 1024, mr // 2,
+                                "the MR is not on huge pages: this case would prove nothing")
+        return sender
+
     def test_13_nic_writes_into_huge_pages_after_pre_copy_arrive(self):
         """The NIC's writes set no soft-dirty bit, and a pre-dump clears
         the bit of a pinned transparent huge page (clear_soft_dirty_pmd()
@@ -482,16 +499,8 @@ class RdmaMigrateTest(RdmaBedCase):
         final round sent 28 KiB of a 16 MiB MR the NIC had rewritten, and
         "MR page 53 holds remote write pass 29, but pass 30 was announced
         as in place")."""
-        cid, mr = "seq13", 16 << 20
-        sender = self.start_pair(cid, 18613, None, 100,
-                                 seq_args=f"--mr-size {mr} --mr-huge --mr-remote-write 2")
-        self.wait_progress(cid, 500)
-        huge_kib = int(self.sh(self.tb, 0,
-                               "p=$(pgrep -f '^crx-verbs-seq recv --port 18613 ' | head -1); "
-                               "awk '/^AnonHugePages:/ {print $2}' /proc/$p/smaps_rollup").strip())
-        print(f"{cid}: the receiver has {huge_kib} KiB on huge pages", flush=True)
-        self.assertGreaterEqual(huge_kib * 1024, mr // 2,
-                                "the MR is not on huge pages: this case would prove nothing")
+        cid = "seq13"
+        sender = self.start_nic_written_pair(cid, 18613, 500)
         self.migrate(cid, 0, 2, "--pre-copy 1")
         self.wait_progress(cid, self.progress(cid) + 500)
         self.finish(cid, sender, None, k=2)
@@ -507,10 +516,8 @@ class RdmaMigrateTest(RdmaBedCase):
         container with verbs objects. Failed without that (2026-11-29:
         "MR page 0 holds remote write pass 4, but pass 7 was announced
         as in place")."""
-        cid, mr = "seq13b", 16 << 20
-        sender = self.start_pair(cid, 18614, None, 100,
-                                 seq_args=f"--mr-size {mr} --mr-huge --mr-remote-write 2")
-        self.wait_progress(cid, 300)
+        cid = "seq13b"
+        sender = self.start_nic_written_pair(cid, 18614, 300)
         pre, img = f"/tmp/pre-{cid}", f"/tmp/img-{cid}"
         self.sh(self.tb, 0, f"{CRX} checkpoint --pre-dump --image-path {pre} {cid} "
                             f"|| {{ tail -40 {pre}/pre-dump.log; exit 1; }}", timeout=600)

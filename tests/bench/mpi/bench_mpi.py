@@ -35,9 +35,9 @@ benchmark fails. The last rank (never moved) prints the time of every
 10th iteration (mpi-jacobi --timeline); against the unmigrated runs'
 times of the same iterations, that splits a job's delay into the stall
 (the slowest stretch, which holds the downtime), what the job lost before
-it (the move's work while the rank still runs) and after it. Per migration: the report's phases (checkpoint and
-transfer are one streamed phase for crx, separate for the runc way; then
-restore), the downtime (the rank frozen: crx's own figure; the runc way:
+it (the move's work while the rank still runs) and after it. Per
+migration: the report's phases (checkpoint and transfer are one streamed
+phase for crx, separate for the runc way; then restore), the downtime (the rank frozen: crx's own figure; the runc way:
 from the checkpoint's start to the restore's end) and the job's delay (its
 mpirun time minus the mean of the unmigrated runs over the same
 transport). Goals (issue 12): delay <= 1.2 x downtime; crx downtime <= 0.3 x
@@ -117,6 +117,15 @@ def timeline(err):
     return points
 
 
+def delay_curve(run, base_runs):
+    """(iterations, seconds lost so far) of a migrated run against the
+    mean of the unmigrated runs' timelines, for the plot."""
+    tl = run["timeline"]
+    bases = [r["timeline"] for r in base_runs if r.get("timeline")]
+    mean = [statistics.mean(b[i][1] for b in bases) for i in range(len(tl))]
+    return [p[0] for p in tl], [p[1] - m for p, m in zip(tl, mean)]
+
+
 def delay_split(run, base_runs):
     """Where a migrated job lost its time, against the unmigrated runs'
     timelines: {"before", "stall", "after", "timeline"} seconds, or None
@@ -127,22 +136,12 @@ def delay_split(run, base_runs):
     bases = [r["timeline"] for r in base_runs if r.get("timeline")]
     if len(tl) < 2 or not bases or any(len(b) != len(tl) for b in bases):
         return None
-    dts = [b - a for (_, a), (_, b) in zip(tl, tl[1:])]
-    base = [statistics.mean(bl[i + 1][1] - bl[i][1] for bl in bases) for i in range(len(dts))]
-    excess = [d - b for d, b in zip(dts, base)]
+    _, lost = delay_curve(run, base_runs)
+    excess = [b - a for a, b in zip(lost, lost[1:])]
     worst = max(range(len(excess)), key=lambda i: excess[i])
     return {"before": sum(excess[:worst]), "stall": excess[worst],
             "after": sum(excess[worst + 1:]), "timeline": sum(excess),
             "stall_at": tl[worst][0]}
-
-
-def delay_curve(run, base_runs):
-    """(iterations, seconds lost so far) of a migrated run against the
-    mean of the unmigrated runs' timelines, for the plot."""
-    tl = run["timeline"]
-    bases = [r["timeline"] for r in base_runs if r.get("timeline")]
-    mean = [statistics.mean(b[i][1] for b in bases) for i in range(len(tl))]
-    return [p[0] for p in tl], [p[1] - m for p, m in zip(tl, mean)]
 
 
 def phases(report):

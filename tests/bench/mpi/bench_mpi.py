@@ -3,7 +3,10 @@
 
 An MPI job (bundles/mpi's mpi-jacobi, three ranks in crx containers on
 g0-g2 of the bed of tests/vm/mpi/mpi_bed.py) has rank 0 moved to g3 once
-it passed iteration --move-at; per repetition, interleaved:
+it passed iteration --move-at; mpirun runs on g1 (--mpirun-on: g1 holds
+rank 1 in every run, so mpirun's share of a vCPU is the same in migrated
+and unmigrated runs; on g0 it shares rank 0's vCPU only until the move);
+per repetition, interleaved:
 
 - rc: the job over UCX rc_v on rxe, unmigrated;
 - rc+crx: the same job, rank 0 moved by `crx migrate` (crx-mpi-agent move,
@@ -76,7 +79,7 @@ WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
 BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
-def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
+def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on):
     """One job; rank 0 moved g0 -> g3 at move_at unless way is None.
     Returns {"took", "report", "move_s"} and fails on a wrong result."""
     rec = {}
@@ -96,7 +99,8 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy):
                 raise AssertionError(f"{name}: move failed ({rc}): {err}\n{bed.logs()}")
             rec["report"], rec["move_s"] = report, took
 
-    rc, res, took = bed.mpirun("mpi-jacobi", JACOBI, tag, during=during, ucx=ucx)
+    rc, res, took = bed.mpirun("mpi-jacobi", JACOBI, tag, during=during, ucx=ucx,
+                               node=mpirun_on)
     rec["timeline"] = timeline(bed.read(tag + ".err"))
     if rc != 0 or not res or not res["ok"] or res["checksum"] != ref["checksum"] \
             or res["bulk"]["errors"]:
@@ -311,6 +315,9 @@ def main():
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--pre-copy", type=int, default=1)
     ap.add_argument("--move-at", type=int, default=500)
+    ap.add_argument("--mpirun-on", type=int, default=1, choices=(0, 1, 2),
+                    help="the guest mpirun runs on (default g1: it holds rank 1 in "
+                         "every run; on g0 it shares rank 0's vCPU only until the move)")
     ap.add_argument("--json")
     ap.add_argument("--plot")
     ap.add_argument("--ways", default=",".join(w for w, _, _ in WAYS),
@@ -331,6 +338,7 @@ def main():
                      + ", ".join(w for w, _, _ in WAYS))
         runs = {w: [] for w, _, _ in ways}
         runs["args"] = {"reps": a.reps, "pre_copy": a.pre_copy, "move_at": a.move_at,
+                        "mpirun_on": a.mpirun_on,
                         "jacobi": JACOBI, "started": time.strftime("%Y-%m-%d %H:%M:%S UTC",
                                                                     time.gmtime())}
         bed = MpiBed()
@@ -343,7 +351,8 @@ def main():
                 order = ways if rep % 2 == 0 else ways[::-1]
                 for name, ucx, way in order:
                     tag = f"{name.replace('+', '-')}-{rep}"
-                    rec = run_one(bed, ref, name, ucx, way, tag, a.move_at, a.pre_copy)
+                    rec = run_one(bed, ref, name, ucx, way, tag, a.move_at, a.pre_copy,
+                                  a.mpirun_on)
                     runs[name].append(rec)
                     rep_ = rec.get("report") or {}
                     print(f"rep {rep} {name}: job {rec['took']:.1f} s"
@@ -357,7 +366,8 @@ def main():
             bed.close()
     rows = summarize(runs)
     print(f"\n{runs['args']['reps']} repetitions, crx with --pre-copy {runs['args']['pre_copy']}, "
-          f"rank 0 moved at iteration {runs['args']['move_at']}; mean ± sd\n")
+          f"rank 0 moved at iteration {runs['args']['move_at']}, mpirun on "
+          f"g{runs['args'].get('mpirun_on', 0)}; mean ± sd\n")
     print(table(rows))
     if a.plot:
         plot(runs, rows, a.plot)

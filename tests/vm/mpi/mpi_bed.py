@@ -139,8 +139,8 @@ class MpiBed:
                                  os.listdir(os.path.join(self.tb.scratch, f"log-g{k}")))])
 
     # -- jobs ------------------------------------------------------------------
-    def mpirun(self, prog, args, tag, during=None, ucx=UCX_ENV):
-        """mpirun on g0 over the three rank containers. during(): called
+    def mpirun(self, prog, args, tag, during=None, ucx=UCX_ENV, node=0):
+        """mpirun on g<node> over the three rank containers. during(): called
         while it runs. ucx: mpirun's -x UCX_* settings. Returns (exit code,
         the program's JSON summary or None, mpirun's seconds); stdout and
         stderr are in the scratch dir as <tag>.out and <tag>.err."""
@@ -151,7 +151,7 @@ class MpiBed:
                f"/usr/local/bin/{prog} {args} >{s}/{tag}.out 2>{s}/{tag}.err; "
                f"rc=$?; touch {s}/{tag}.done; exit $rc")
         t, start = time.monotonic(), time.time()
-        h = self.tb.spawn(0, cmd)
+        h = self.tb.spawn(node, cmd)
         if during:
             during()
         rc, _, _ = self.tb.wait(h, timeout=1200)

@@ -1,6 +1,7 @@
 #include "rdma/verbs_context.hpp"
 
-#include <vector>
+#include <cstdlib>
+#include <memory>
 
 #include "ibv_migr.h"
 #include "rdma/rdma_error.hpp"
@@ -15,18 +16,15 @@ std::string VerbsContext::name() const {
 RdmaInventory VerbsContext::inventory() const {
   ibv_context ctx{};
   ctx.cmd_fd = copy_.get();
-  std::vector<unsigned char> buf(64 * 1024);
-  for (;;) {
-    int count = 0;
-    int n = ibv_dump_context_flags(&ctx, &count, buf.data(), buf.size(), IBV_MIGR_DUMP_NO_STOP);
-    if (n < 0) throw_rdma_errno(RdmaCause::VerbsCall, "inspect " + name(), -n);
-    if (static_cast<size_t>(n) <= buf.size()) {
-      RdmaInventory inv;
-      inv.add_dump(device_, buf.data(), static_cast<size_t>(n));
-      return inv;
-    }
-    buf.resize(static_cast<size_t>(n));
-  }
+  void* dump = nullptr;
+  size_t length = 0;
+  int err = ibv_dump_context_alloc(&ctx, nullptr, &dump, &length,
+                                   IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS);
+  if (err) throw_rdma_errno(RdmaCause::VerbsCall, "inspect " + name(), -err);
+  std::unique_ptr<void, decltype(&std::free)> owned(dump, &std::free);
+  RdmaInventory inv;
+  inv.add_dump(device_, dump, length);
+  return inv;
 }
 
 int VerbsContext::qp_ctl_all(int (*call)(ibv_context*), const std::string& what) const {

@@ -23,8 +23,9 @@ class VerbsContext {
   int target_fd() const { return target_fd_; }  // the fd number in the process
   const std::string& device() const { return device_; }
 
-  // A snapshot of the context's objects without stopping anything
-  // (ibv_dump_context_flags, IBV_MIGR_DUMP_NO_STOP). Throws
+  // A snapshot of the context's objects without stopping anything and
+  // without the rings' contents (ibv_dump_context_alloc, NO_STOP and
+  // NO_RINGS: a rank of UCX's has megabytes of them). Throws
   // RdmaError(VerbsCall) with the errno, e.g. EOPNOTSUPP from a stock rxe.
   RdmaInventory inventory() const;
   // ibv_migr_resume_stopped: QPs left Stopped by a dump run again and send

@@ -83,19 +83,14 @@ int Dumper::dump_context(int fd, uint32_t id) {
   if (fstat(fd, &st) < 0) return -errno;
   FdContext c(fd);
   double t0 = now_ms();
-  std::vector<uint8_t> dump(64 * 1024);
+  std::vector<uint8_t> dump;
   int count = 0;
-  int n;
-  for (;;) {
-    n = ibv_dump_context(&c.ctx, &count, dump.data(), dump.size());
-    if (n < 0) {
-      log_error("ibv_dump_context of file " + std::to_string(id) + ": " + strerror(-n));
-      return n;
-    }
-    if (static_cast<size_t>(n) <= dump.size()) break;
-    dump.resize(static_cast<size_t>(n));
+  int err = dump_context_of(fd, 0, &dump, &count);
+  if (err) {
+    log_error("ibv_dump_context of file " + std::to_string(id) + ": " + strerror(-err));
+    return err;
   }
-  dump.resize(static_cast<size_t>(n));
+  const size_t n = dump.size();
   dump_ms_ += now_ms() - t0;
 
   Image img;
@@ -103,7 +98,6 @@ int Dumper::dump_context(int fd, uint32_t id) {
   img.ctx_id = id;
   img.device = ibdev_of(st);
   img.cdev_path = fd_path(fd);
-  int err = 0;
   const rxe_migr_rec_hdr* r = nullptr;
   while ((r = ibv_migr_next_record(dump.data(), dump.size(), r, &err))) {
     objects_[type_name(r->type)]++;

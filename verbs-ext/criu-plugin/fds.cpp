@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
+
+#include "ibv_migr.h"
 
 extern "C" int criu_get_image_dir(void);
 
@@ -95,6 +98,18 @@ double now_ms() {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+int dump_context_of(int fd, unsigned flags, std::vector<uint8_t>* out, int* count) {
+  FdContext c(fd);
+  void* dump = nullptr;
+  size_t length = 0;
+  int err = ibv_dump_context_alloc(&c.ctx, count, &dump, &length, flags);
+  if (err) return err;
+  const auto* p = static_cast<const uint8_t*>(dump);
+  out->assign(p, p + length);
+  free(dump);
+  return 0;
 }
 
 }  // namespace crx::verbs_plugin

@@ -40,4 +40,8 @@ struct FdContext {
   explicit FdContext(int fd) { ctx.cmd_fd = fd; }
 };
 
+// One snapshot of the context behind fd (ibv_dump_context_alloc; flags as
+// ibv_dump_context_flags) into *out, *count its records. 0 or -errno.
+int dump_context_of(int fd, unsigned flags, std::vector<uint8_t>* out, int* count = nullptr);
+
 }  // namespace crx::verbs_plugin

@@ -342,19 +342,13 @@ int pidfd_getfd_copy(int pidfd, int fd) {
 }
 
 // QPs still waiting for their partner's answer to the resume message
-int resuming_qps(struct ibv_context* ctx) {
-  std::vector<uint8_t> buf(64 * 1024);
-  int count;
-  int n = ibv_dump_context_flags(ctx, &count, buf.data(), buf.size(), IBV_MIGR_DUMP_NO_STOP);
-  if (n < 0) return n;
-  if (static_cast<size_t>(n) > buf.size()) {
-    buf.resize(static_cast<size_t>(n));
-    n = ibv_dump_context_flags(ctx, &count, buf.data(), buf.size(), IBV_MIGR_DUMP_NO_STOP);
-    if (n < 0) return n;
-  }
-  int err = 0, waiting = 0;
+int resuming_qps(int fd) {
+  std::vector<uint8_t> buf;
+  int err = dump_context_of(fd, IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS, &buf);
+  if (err) return err;
+  int waiting = 0;
   const rxe_migr_rec_hdr* r = nullptr;
-  while ((r = ibv_migr_next_record(buf.data(), static_cast<size_t>(n), r, &err)))
+  while ((r = ibv_migr_next_record(buf.data(), buf.size(), r, &err)))
     if (r->type == RXE_MIGR_OBJ_QP &&
         reinterpret_cast<const rxe_migr_qp*>(r + 1)->migr_state == RXE_MIGR_QPS_RESUMING)
       waiting++;
@@ -374,17 +368,11 @@ int finish_context(int pid, int fd, LateStats* st) {
   double t1 = now_ms();
   st->cred_ms += t1 - t0;
 
-  std::vector<uint8_t> buf(64 * 1024);
-  int count;
-  int n;
-  for (;;) {
-    n = ibv_dump_context_flags(&c.ctx, &count, buf.data(), buf.size(), IBV_MIGR_DUMP_NO_STOP);
-    if (n < 0) return n;
-    if (static_cast<size_t>(n) <= buf.size()) break;
-    buf.resize(static_cast<size_t>(n));
-  }
+  std::vector<uint8_t> buf;
+  err = dump_context_of(fd, IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS, &buf);
+  if (err) return err;
   const rxe_migr_rec_hdr* r = nullptr;
-  while ((r = ibv_migr_next_record(buf.data(), static_cast<size_t>(n), r, &err))) {
+  while ((r = ibv_migr_next_record(buf.data(), buf.size(), r, &err))) {
     if (r->type != RXE_MIGR_OBJ_MR) continue;
     auto* mr = reinterpret_cast<const rxe_migr_mr*>(r + 1);
     if (!(mr->flags & RXE_MIGR_MR_UNPINNED)) continue;
@@ -419,7 +407,7 @@ int finish_context(int pid, int fd, LateStats* st) {
   // the partners answer from their kernels: wait (bounded) for the
   // handshakes so that the time is measured, not guessed
   for (int i = 0; i < 2000 && resumed > 0; i++) {
-    int w = resuming_qps(&c.ctx);
+    int w = resuming_qps(fd);
     if (w <= 0) break;
     usleep(1000);
   }

@@ -81,6 +81,10 @@ enum ibv_restore_cmd {
 
 /* flags of ibv_dump_context_flags() */
 #define IBV_MIGR_DUMP_NO_STOP	(1u << 0)	/* inspect, do not stop */
+#define IBV_MIGR_DUMP_NO_RINGS	(1u << 1)	/* objects and states only:
+						 * no ring contents (every
+						 * queue's data_len is 0),
+						 * not restorable */
 
 /* flags of struct ibv_restore_args */
 #define IBV_MIGR_RESTORE_NO_RESUME (1u << 0)	/* REFILL: stay stopped */
@@ -125,6 +129,17 @@ int ibv_dump_context(struct ibv_context *ctx, int *count, void *dump,
 		     size_t length);
 int ibv_dump_context_flags(struct ibv_context *ctx, int *count, void *dump,
 			   size_t length, unsigned int flags);
+
+/*
+ * The same into a buffer of the dump's size that it allocates: one
+ * snapshot, whatever the size.  (Repeating ibv_dump_context_flags() with a
+ * larger buffer takes a second snapshot: every QP quiesced and every ring
+ * copied again, megabytes for a context with deep queues.)  0 or a
+ * negative errno; on success *dump is the caller's to free() and *length
+ * its size.
+ */
+int ibv_dump_context_alloc(struct ibv_context *ctx, int *count, void **dump,
+			   size_t *length, unsigned int flags);
 
 /*
  * Restore one object (see above).  object: in/out; CREATE stores the new

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdlib>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -25,18 +26,14 @@ public:
     {
         ContextDump d;
         unsigned flags = stop ? 0u : IBV_MIGR_DUMP_NO_STOP;
-        d.bytes_.resize(64 * 1024);
-        for (;;) {
-            int n = ibv_dump_context_flags(ctx, &d.count_, d.bytes_.data(), d.bytes_.size(),
-                                           flags);
-            if (n < 0)
-                throw_migr(n, "ibv_dump_context");
-            if (static_cast<std::size_t>(n) <= d.bytes_.size()) {
-                d.bytes_.resize(static_cast<std::size_t>(n));
-                return d;
-            }
-            d.bytes_.resize(static_cast<std::size_t>(n));
-        }
+        void* raw = nullptr;
+        std::size_t length = 0;
+        if (int err = ibv_dump_context_alloc(ctx, &d.count_, &raw, &length, flags))
+            throw_migr(err, "ibv_dump_context");
+        const auto* p = static_cast<const std::byte*>(raw);
+        d.bytes_.assign(p, p + length);
+        std::free(raw);
+        return d;
     }
 
     // A dump read back from storage; validated.

@@ -73,7 +73,8 @@ enum rxe_migr_methods {
 	 * length) of the dump (format above); out_len: __u32 total length
 	 * of the dump.  offset 0 takes a new snapshot of all objects of the
 	 * context (with RXE_MIGR_DUMP_STOP, every QP is put into Stopped
-	 * first) and keeps it in the context; later offsets read that
+	 * first; with RXE_MIGR_DUMP_NO_RINGS, without the rings' contents)
+	 * and keeps it in the context; later offsets read that
 	 * snapshot.  An ioctl attribute holds at most 64 KiB, hence the
 	 * chunks. */
 	RXE_MIGR_METHOD_DUMP,
@@ -174,6 +175,10 @@ struct rxe_migr_set_next {
 #define RXE_MIGR_NEXT_MR_UNPINNED	(1u << 8)
 
 #define RXE_MIGR_DUMP_STOP	(1u << 0)
+/* the objects and their state without the ring bytes (every queue's
+ * data_len is 0): enough to find QPs, MRs and migration states, much
+ * smaller for deep queues; a restore refuses such a record */
+#define RXE_MIGR_DUMP_NO_RINGS	(1u << 1)
 
 struct rxe_migr_dump_req {
 	__u32 version;

@@ -76,31 +76,6 @@ int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid, unsigned int flags)
 	return migr_call_run(ctx->cmd_fd, &c);
 }
 
-/* a snapshot without stopping anything; *dump is malloc'ed */
-static int peek(struct ibv_context *ctx, void **dump, size_t *len)
-{
-	size_t size = 64 * 1024;
-	int count, n;
-
-	for (;;) {
-		void *buf = malloc(size);
-
-		if (!buf)
-			return -ENOMEM;
-		n = ibv_dump_context_flags(ctx, &count, buf, size,
-					   IBV_MIGR_DUMP_NO_STOP);
-		if (n >= 0 && (size_t)n <= size) {
-			*dump = buf;
-			*len = (size_t)n;
-			return 0;
-		}
-		free(buf);
-		if (n < 0)
-			return n;
-		size = (size_t)n;
-	}
-}
-
 /* QP_CTL op on every QP of the context whose migration state `want`
  * accepts; the others are still tried when one fails.  Returns how many
  * took it, or the first error. */
@@ -116,7 +91,10 @@ static int qp_ctl_each(struct ibv_context *ctx, uint32_t op,
 
 	if (!ctx)
 		return -EINVAL;
-	err = peek(ctx, &dump, &len);
+	/* the QPs' states, stopping nothing */
+	err = ibv_dump_context_alloc(ctx, NULL, &dump, &len,
+				     IBV_MIGR_DUMP_NO_STOP |
+				     IBV_MIGR_DUMP_NO_RINGS);
 	if (err)
 		return err;
 	while ((r = ibv_migr_next_record(dump, len, r, &err))) {

@@ -3,6 +3,7 @@
 #include "migr_ioctl.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* one attribute carries at most 64 KiB; stay below with aligned chunks */
@@ -21,6 +22,14 @@ static int dump_chunk(struct ibv_context *ctx, struct rxe_migr_dump_req *req,
 	return migr_call_run(ctx->cmd_fd, &c);
 }
 
+#define DUMP_FLAGS (IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS)
+
+static uint32_t dump_req_flags(unsigned int flags)
+{
+	return (flags & IBV_MIGR_DUMP_NO_STOP ? 0 : RXE_MIGR_DUMP_STOP) |
+	       (flags & IBV_MIGR_DUMP_NO_RINGS ? RXE_MIGR_DUMP_NO_RINGS : 0);
+}
+
 static size_t min_size(size_t a, size_t b)
 {
 	return a < b ? a : b;
@@ -35,10 +44,9 @@ int ibv_dump_context_flags(struct ibv_context *ctx, int *count, void *dump,
 	size_t off, n;
 	int err;
 
-	if (!ctx || (!dump && length) || (flags & ~IBV_MIGR_DUMP_NO_STOP))
+	if (!ctx || (!dump && length) || (flags & ~DUMP_FLAGS))
 		return -EINVAL;
-	if (!(flags & IBV_MIGR_DUMP_NO_STOP))
-		req.flags = RXE_MIGR_DUMP_STOP;
+	req.flags = dump_req_flags(flags);
 
 	/* offset 0 takes the snapshot; later chunks read the same one */
 	if (length < sizeof(hdr)) {
@@ -70,6 +78,66 @@ int ibv_dump_context_flags(struct ibv_context *ctx, int *count, void *dump,
 	if (count)
 		*count = (int)hdr.count;
 	return (int)total;
+}
+
+int ibv_dump_context_alloc(struct ibv_context *ctx, int *count, void **dump,
+			   size_t *length, unsigned int flags)
+{
+	struct rxe_migr_dump_req req = { .version = RXE_MIGR_ABI_VERSION };
+	struct rxe_migr_dump_hdr hdr;
+	uint32_t total = 0;
+	size_t off;
+	char *buf, *grown;
+	int err;
+
+	if (!ctx || !dump || !length || (flags & ~DUMP_FLAGS))
+		return -EINVAL;
+	req.flags = dump_req_flags(flags);
+	buf = malloc(DUMP_CHUNK);
+	if (!buf)
+		return -ENOMEM;
+	/* offset 0 takes the snapshot and says its size */
+	err = dump_chunk(ctx, &req, 0, buf, DUMP_CHUNK, &total);
+	if (err)
+		goto fail;
+	if (total < sizeof(hdr)) {
+		err = -EPROTO;
+		goto fail;
+	}
+	if (total > DUMP_CHUNK) {
+		grown = realloc(buf, total);
+		if (!grown) {
+			err = -ENOMEM;
+			goto fail;
+		}
+		buf = grown;
+	}
+	/* the rest of the same snapshot, which the kernel keeps until the
+	 * context's next one (another thread's dump: -EAGAIN) */
+	for (off = DUMP_CHUNK; off < total; off += DUMP_CHUNK) {
+		uint32_t now = 0;
+
+		err = dump_chunk(ctx, &req, (uint32_t)off, buf + off,
+				 min_size(total - off, DUMP_CHUNK), &now);
+		if (!err && now != total)
+			err = -EAGAIN;
+		if (err)
+			goto fail;
+	}
+	memcpy(&hdr, buf, sizeof(hdr));
+	if (hdr.magic != RXE_MIGR_MAGIC || hdr.version != RXE_MIGR_ABI_VERSION ||
+	    hdr.total_len != total) {
+		err = -EPROTO;
+		goto fail;
+	}
+	if (count)
+		*count = (int)hdr.count;
+	*dump = buf;
+	*length = total;
+	return 0;
+fail:
+	free(buf);
+	return err;
 }
 
 int ibv_dump_context(struct ibv_context *ctx, int *count, void *dump,

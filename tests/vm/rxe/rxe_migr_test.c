@@ -676,6 +676,64 @@ static int do_hostile(const struct opts *o)
 	setup(&other, &one, 1);
 	memset(big, 0x5a, sizeof(big));
 
+	/* ibv_dump_context_alloc: the same bytes as a buffer of the right
+	 * size gets, in one snapshot of any size (a deep CQ makes this one
+	 * span several of the library's chunks) */
+	{
+		struct ibv_cq *deep = ibv_create_cq(e.ctx, 4096, NULL, NULL, 0);
+		void *a = NULL, *b;
+		size_t alen = 0;
+		int acount = 0, blen, bcount = 0, err;
+
+		if (!deep)
+			die("create a deep cq");
+		err = ibv_dump_context_alloc(e.ctx, &acount, &a, &alen, IBV_MIGR_DUMP_NO_STOP);
+		if (err)
+			die("ibv_dump_context_alloc: %s", strerror(-err));
+		if (alen <= 0xf000)
+			die("a dump with a deep cq is only %zu bytes", alen);
+		b = malloc(alen);
+		if (!b)
+			die("malloc");
+		blen = ibv_dump_context_flags(e.ctx, &bcount, b, alen, IBV_MIGR_DUMP_NO_STOP);
+		if (blen != (int)alen || bcount != acount || memcmp(a, b, alen))
+			die("ibv_dump_context_alloc: %zu bytes, %d records; the buffer call: %d, %d",
+			    alen, acount, blen, bcount);
+		free(b);
+		/* without the rings: the same records, every queue's
+		 * data_len 0, the deep CQ's 4096 entries not carried */
+		{
+			const struct rxe_migr_rec_hdr *r = NULL;
+			size_t slen = 0;
+			int scount = 0, rings = 0;
+
+			err = ibv_dump_context_alloc(e.ctx, &scount, &b, &slen,
+						     IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS);
+			if (err || scount != acount || slen >= 0xf000 ||
+			    ibv_migr_check_dump(b, slen))
+				die("a dump without rings: %s, %zu bytes, %d records (with: %zu, %d)",
+				    strerror(-err), slen, scount, alen, acount);
+			while ((r = ibv_migr_next_record(b, slen, r, &err))) {
+				const void *body = r + 1;
+
+				if (r->type == RXE_MIGR_OBJ_CQ)
+					rings += ((const struct rxe_migr_cq *)body)->queue.data_len != 0;
+				if (r->type == RXE_MIGR_OBJ_QP)
+					rings += ((const struct rxe_migr_qp *)body)->sq.data_len != 0 ||
+						 ((const struct rxe_migr_qp *)body)->rq.data_len != 0;
+			}
+			if (err || rings)
+				die("a dump without rings has %d queues with ring bytes", rings);
+			free(b);
+		}
+		free(a);
+		expect_err("dump_alloc flags", ibv_dump_context_alloc(e.ctx, NULL, &a, &alen, 1u << 7));
+		expect_err("dump_alloc no out", ibv_dump_context_alloc(e.ctx, NULL, NULL, &alen, 0));
+		if (ibv_destroy_cq(deep))
+			die("destroy the deep cq");
+		printf("OK ibv_dump_context_alloc: %zu bytes in one snapshot\n", alen);
+	}
+
 	/* wrong version everywhere */
 	dr.version = 99;
 	expect_err("dump version", raw(e.ctx, RXE_MIGR_METHOD_DUMP, &dr, sizeof(dr), out, sizeof(out), 0, 0));

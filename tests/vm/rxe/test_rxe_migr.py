@@ -209,6 +209,7 @@ class RxeMigrTest(VmTestCase):
     def test_5_hostile(self):
         rc, out, err = self.tb.run(0, self.t("hostile"), timeout=300)
         self.assertEqual(rc, 0, out + err)
+        self.assertIn("OK ibv_dump_context_alloc", out)
         print(out.strip().splitlines()[-1], flush=True)
         self.check_logs()
 

@@ -57,9 +57,13 @@ std::string verbs_text(const VerbsReport& v) {
   if (v.dump) {
     out += " in " + std::to_string(v.dump->contexts) + " context" +
            (v.dump->contexts == 1 ? "" : "s") + ", MRs " + human_bytes(v.dump->mr_bytes);
+    if (v.dump->image_bytes) out += ", image " + human_bytes(v.dump->image_bytes);
     if (v.dump->receives_in_progress)
       out += ", " + std::to_string(v.dump->receives_in_progress) + " receive" +
              (v.dump->receives_in_progress == 1 ? "" : "s") + " in progress";
+    if (v.dump->completions)
+      out += ", " + std::to_string(v.dump->completions) + " completion" +
+             (v.dump->completions == 1 ? "" : "s") + " queued";
   }
   out += "\n";
   char buf[256];
@@ -91,6 +95,8 @@ nlohmann::json verbs_json(const VerbsReport& v) {
     j["contexts"] = v.dump->contexts;
     j["mr_bytes"] = v.dump->mr_bytes;
     j["receives_in_progress"] = v.dump->receives_in_progress;
+    j["completions_queued"] = v.dump->completions;
+    j["image_bytes"] = v.dump->image_bytes;
     j["dump_ms"] = v.dump->dump_ms;
   }
   if (v.restore) {

@@ -2,7 +2,8 @@
 // verbs-ext/criu-plugin/image.hpp) as the restore reads it: decode(), and
 // for a context image the dump inside it walked as restore_context() walks
 // it (ibv_migr_next_record, every record read whole). A decoded image must
-// encode and decode to the same thing.
+// encode and decode to the same thing (its CQ rings cut to their windows
+// and made whole again: cq_window.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -21,7 +22,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (why.empty()) __builtin_trap();  // refused without saying why
     return 0;
   }
-  auto again = vp::decode(vp::encode(*img), &why);
+  auto written = vp::encode(*img, &why);
+  if (!written) __builtin_trap();  // what decode() gave back must encode
+  auto again = vp::decode(*written, &why);
   if (!again || again->kind != img->kind || again->ctx_id != img->ctx_id ||
       again->evt_type != img->evt_type || again->evt_handle != img->evt_handle ||
       again->device != img->device || again->cdev_path != img->cdev_path ||

@@ -171,8 +171,8 @@ put("fuzz_migrate_session", "abort", b"\x01" + rec("Manifest", m) + rec("Abort",
 MAGIC, VERSION = 0x474D5852, 5
 PD, MR, CQ, SRQ, QP, ASYNC, CHAN, AH = 1, 2, 3, 4, 5, 6, 7, 8
 
-def queue(num, esize, data_len):
-    return struct.pack("<6I", num, esize, 0, 0, 0, data_len)
+def queue(num, esize, data_len, producer=0, consumer=0):
+    return struct.pack("<6I", num, esize, producer, consumer, producer, data_len)
 
 def record(t, handle, body, ring=b"", user_handle=0):
     raw = body + ring
@@ -200,7 +200,8 @@ recs = [record(ASYNC, 0x1234, struct.pack("<2I", 1, 0)),
                                   bytes(10) + b"\xff\xff" + bytes([10, 77, 0, 11]),
                                   bytes(6), 1, 0)),
         record(MR, 1, struct.pack("<6I3Q", 1, 3, 0x301, 0x301, 7, 0, 0x7f0000001000, 0x7f0000001000, 4096)),
-        record(CQ, 1, struct.pack("<6I", 16, 0x5678, 0, 0, 0, 0) + queue(16, 32, 64), b"\xaa" * 64, user_handle=99),
+        # in a plugin image a CQ carries its window only: 2 entries of 32 bytes
+        record(CQ, 1, struct.pack("<6I", 16, 0x5678, 0, 0, 0, 0) + queue(16, 32, 64, 3, 1), b"\xaa" * 64, user_handle=99),
         record(SRQ, 1, struct.pack("<6I", 1, 5, 16, 1, 0, 0) + queue(16, 64, 0), user_handle=100),
         record(QP, 1, qp_body(512, 256), b"\x11" * 512 + b"\x22" * 256, user_handle=101)]
 put("fuzz_verbs_dump", "objects.dump", dump(recs))
@@ -209,7 +210,7 @@ put("fuzz_verbs_dump", "empty.dump", dump([]))
 put("fuzz_verbs_dump", "bad-count.dump", dump([record(PD, 1, b"")])[:8] + struct.pack("<2I", 5, 40) + record(PD, 1, b""))
 
 def image(kind, ctx_id, evt_type, evt_handle, device, cdev, queues, dumpb):
-    h = b"CRXV" + struct.pack("<7I", 1, kind, ctx_id, evt_type, evt_handle, len(queues), len(dumpb))
+    h = b"CRXV" + struct.pack("<7I", 2, kind, ctx_id, evt_type, evt_handle, len(queues), len(dumpb))
     h += device.encode().ljust(64, b"\0") + cdev.encode().ljust(64, b"\0")
     for q in queues:
         h += struct.pack("<IIQQ", *q)

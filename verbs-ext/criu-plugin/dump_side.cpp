@@ -108,6 +108,10 @@ int Dumper::dump_context(int fd, uint32_t id) {
     if (r->type == RXE_MIGR_OBJ_QP &&
         reinterpret_cast<const rxe_migr_qp*>(r + 1)->resp_has_wqe)
       receives_in_progress_++;
+    if (r->type == RXE_MIGR_OBJ_CQ) {
+      const rxe_migr_queue& q = reinterpret_cast<const rxe_migr_cq*>(r + 1)->queue;
+      if (q.num_elem) completions_ += (q.producer - q.consumer) & (q.num_elem - 1);
+    }
     queues_of(r, &img.queues);
   }
   if (err) {
@@ -123,18 +127,25 @@ int Dumper::dump_context(int fd, uint32_t id) {
     }
   }
   img.dump = dump;
-  std::vector<uint8_t> bytes = encode(img);
-  err = write_image_file(image_name(id), bytes.data(), bytes.size());
+  std::string why;
+  auto bytes = encode(img, &why);
+  if (!bytes) {
+    log_error("image of file " + std::to_string(id) + ": " + why);
+    return -EINVAL;
+  }
+  err = write_image_file(image_name(id), bytes->data(), bytes->size());
   if (err) {
     log_error("writing " + image_name(id) + ": " + strerror(-err));
     return err;
   }
+  image_bytes_ += bytes->size();
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) return -errno;
   contexts_.push_back({id, copy, std::move(dump)});
   log_info("context " + std::to_string(id) + " on " + img.device + ": " +
            std::to_string(count) + " objects, " + std::to_string(img.queues.size()) +
-           " mapped queues, " + std::to_string(n) + " bytes");
+           " mapped queues, " + std::to_string(n) + " bytes dumped, " +
+           std::to_string(bytes->size()) + " in the image");
   return 0;
 }
 
@@ -150,8 +161,10 @@ int Dumper::identify_event(int fd, uint32_t id) {
     img.ctx_id = ctx.id;
     img.evt_type = info.type;
     img.evt_handle = info.handle;
-    std::vector<uint8_t> bytes = encode(img);
-    err = write_image_file(image_name(id), bytes.data(), bytes.size());
+    std::string why;
+    auto bytes = encode(img, &why);
+    if (!bytes) return -EINVAL;  // an event image has no dump to refuse
+    err = write_image_file(image_name(id), bytes->data(), bytes->size());
     if (err) return err;
     return 1;
   }
@@ -163,6 +176,8 @@ void Dumper::write_stats() {
                       {"objects", objects_},
                       {"mr_bytes", mr_bytes_},
                       {"receives_in_progress", receives_in_progress_},
+                      {"completions", completions_},
+                      {"image_bytes", image_bytes_},
                       {"dump_ms", dump_ms_}};
   std::string s = j.dump() + "\n";
   int err = write_image_file("crx-verbs-dump.json", s.data(), s.size());

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "cq_window.hpp"
+
 namespace crx::verbs_plugin {
 namespace {
 
@@ -40,7 +42,13 @@ std::string get_string(const char (&src)[64]) {
 
 }  // namespace
 
-std::vector<uint8_t> encode(const Image& img) {
+std::optional<std::vector<uint8_t>> encode(const Image& img, std::string* why) {
+  std::vector<uint8_t> dump;
+  if (img.kind == ImageKind::Context) {
+    auto cut = cut_cq_rings(img.dump, why);
+    if (!cut) return std::nullopt;
+    dump = std::move(*cut);
+  }
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.version = kImageVersion;
@@ -49,12 +57,12 @@ std::vector<uint8_t> encode(const Image& img) {
   h.evt_type = img.evt_type;
   h.evt_handle = img.evt_handle;
   h.nqueues = static_cast<uint32_t>(img.queues.size());
-  h.dump_len = static_cast<uint32_t>(img.dump.size());
+  h.dump_len = static_cast<uint32_t>(dump.size());
   put_string(h.device, img.device);
   put_string(h.cdev_path, img.cdev_path);
 
   std::vector<uint8_t> out(sizeof(h) + img.queues.size() * sizeof(PackedQueue) +
-                           img.dump.size());
+                           dump.size());
   uint8_t* p = out.data();
   std::memcpy(p, &h, sizeof(h));
   p += sizeof(h);
@@ -63,7 +71,7 @@ std::vector<uint8_t> encode(const Image& img) {
     std::memcpy(p, &pq, sizeof(pq));
     p += sizeof(pq);
   }
-  if (!img.dump.empty()) std::memcpy(p, img.dump.data(), img.dump.size());
+  if (!dump.empty()) std::memcpy(p, dump.data(), dump.size());
   return out;
 }
 
@@ -115,7 +123,16 @@ std::optional<Image> decode(const std::vector<uint8_t>& bytes, std::string* why)
     p += sizeof(pq);
     img.queues.push_back({pq.which, pq.handle, pq.offset, pq.size});
   }
-  img.dump.assign(p, p + h.dump_len);
+  if (img.kind == ImageKind::Event) {
+    if (h.dump_len != 0) {
+      *why = "event image with a dump";
+      return std::nullopt;
+    }
+    return img;
+  }
+  auto whole = whole_cq_rings(std::vector<uint8_t>(p, p + h.dump_len), why);
+  if (!whole) return std::nullopt;
+  img.dump = std::move(*whole);
   return img;
 }
 

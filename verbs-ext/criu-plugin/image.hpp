@@ -1,11 +1,13 @@
 // The plugin's own image: one file per CRIU external file it claimed,
 // "crx-verbs-<id>.img" in CRIU's images dir (<id>: CRIU's file id).
 //
-// Format (version 1, little endian, packed as written by encode()):
+// Format (version 2, little endian, packed as written by encode()):
 //   ImageHeader             magic "CRXV", version, kind, ...
 //   kind Context:
 //     QueueMap x nqueues    where each queue buffer was mapped at dump
 //     dump_len bytes        ibv_dump_context() output (rxe_migr_abi.h)
+//                           with each CQ's ring cut to its live window
+//                           (cq_window.hpp; version 1 had them whole)
 //   kind Event:             nothing more: ctx_id names the context's
 //                           image, evt_type/evt_handle its dump record
 // A context image names the source device; the restore opens the device
@@ -18,7 +20,7 @@
 
 namespace crx::verbs_plugin {
 
-inline constexpr uint32_t kImageVersion = 1;
+inline constexpr uint32_t kImageVersion = 2;
 
 enum class ImageKind : uint32_t { Context = 1, Event = 2 };
 
@@ -39,11 +41,14 @@ struct Image {
   std::string device;       // Context: ibv device name, e.g. "rxe0"
   std::string cdev_path;    // Context: "/dev/infiniband/uverbs0" at dump
   std::vector<QueueMap> queues;
-  std::vector<uint8_t> dump;
+  std::vector<uint8_t> dump;  // Context: as the kernel dumped it, rings whole
 };
 
-std::vector<uint8_t> encode(const Image& img);
+// nullopt and *why set if a Context's dump is not one cut_cq_rings() takes.
+std::optional<std::vector<uint8_t>> encode(const Image& img, std::string* why);
 // nullopt and *why set if the bytes are no valid image of this version.
+// A Context's CQ rings come back whole, the slots outside their windows
+// zero.
 std::optional<Image> decode(const std::vector<uint8_t>& bytes, std::string* why);
 
 std::string image_name(uint32_t id);

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "test_dumps.hpp"
+
 namespace crx::verbs_plugin {
 namespace {
 
@@ -16,13 +18,20 @@ Image sample_context() {
   img.device = "rxe0";
   img.cdev_path = "/dev/infiniband/uverbs0";
   img.queues = {{3, 4, 0x3000, 0x1000}, {1, 1, 0x1000, 0x2000}};
-  img.dump = {1, 2, 3, 4, 5, 6, 7, 8};
+  img.dump = test::DumpBuilder().pd(1).mr(2).dump();
   return img;
+}
+
+std::vector<uint8_t> encoded(const Image& img) {
+  std::string why;
+  auto bytes = encode(img, &why);
+  EXPECT_TRUE(bytes) << why;
+  return bytes.value_or(std::vector<uint8_t>{});
 }
 
 TEST(PluginImage, ContextRoundTrip) {
   std::string why;
-  auto back = decode(encode(sample_context()), &why);
+  auto back = decode(encoded(sample_context()), &why);
   ASSERT_TRUE(back) << why;
   EXPECT_EQ(back->kind, ImageKind::Context);
   EXPECT_EQ(back->ctx_id, 33u);
@@ -43,7 +52,7 @@ TEST(PluginImage, EventRoundTrip) {
   img.evt_type = 7;
   img.evt_handle = 0xdeadbeef;
   std::string why;
-  auto back = decode(encode(img), &why);
+  auto back = decode(encoded(img), &why);
   ASSERT_TRUE(back) << why;
   EXPECT_EQ(back->kind, ImageKind::Event);
   EXPECT_EQ(back->evt_type, 7u);
@@ -55,13 +64,13 @@ TEST(PluginImage, LongDeviceNameIsCutNotOverflowed) {
   Image img = sample_context();
   img.device = std::string(200, 'x');
   std::string why;
-  auto back = decode(encode(img), &why);
+  auto back = decode(encoded(img), &why);
   ASSERT_TRUE(back) << why;
   EXPECT_EQ(back->device, std::string(63, 'x'));
 }
 
 TEST(PluginImage, RefusesWhatItCannotTrust) {
-  std::vector<uint8_t> good = encode(sample_context());
+  std::vector<uint8_t> good = encoded(sample_context());
   std::string why;
 
   EXPECT_FALSE(decode({1, 2, 3}, &why));
@@ -95,7 +104,7 @@ TEST(PluginImage, RefusesWhatItCannotTrust) {
 // Found by tests/fuzz (fuzz_verbs_image): a name filling all 64 bytes of
 // its field decoded to 64 characters, which encode() cannot write back.
 TEST(PluginImage, RefusesADeviceNameWithoutItsNul) {
-  std::vector<uint8_t> good = encode(sample_context());
+  std::vector<uint8_t> good = encoded(sample_context());
   std::string why;
   for (size_t field : {32u, 96u}) {  // device, cdev_path
     auto bad = good;
@@ -103,6 +112,36 @@ TEST(PluginImage, RefusesADeviceNameWithoutItsNul) {
     EXPECT_FALSE(decode(bad, &why)) << field;
     EXPECT_EQ(why, "device name without its terminating NUL");
   }
+}
+
+// The image carries a CQ's live window only (cq_window.hpp): the
+// restore gets the window back in its slots.
+TEST(PluginImage, ContextCarriesItsCqWindowsOnly) {
+  Image img = sample_context();
+  img.dump = test::DumpBuilder().pd(1).cq(2, 64, 128, 5, 3).dump();
+  std::vector<uint8_t> bytes = encoded(img);
+  // header, two queue maps, the dump less the 62 slots outside the window
+  EXPECT_EQ(bytes.size(), 160 + 2 * 24 + img.dump.size() - 62 * 128);
+  std::string why;
+  auto back = decode(bytes, &why);
+  ASSERT_TRUE(back) << why;
+  ASSERT_EQ(back->dump.size(), img.dump.size());
+  const size_t ring = img.dump.size() - 64 * 128;
+  for (size_t slot : {3u, 4u})
+    EXPECT_TRUE(std::equal(img.dump.begin() + ring + slot * 128,
+                           img.dump.begin() + ring + (slot + 1) * 128,
+                           back->dump.begin() + ring + slot * 128))
+        << slot;
+  EXPECT_TRUE(std::all_of(back->dump.begin() + ring + 5 * 128, back->dump.end(),
+                          [](uint8_t b) { return b == 0; }));
+}
+
+TEST(PluginImage, RefusesAContextWhoseDumpItCannotCut) {
+  Image img = sample_context();
+  img.dump = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::string why;
+  EXPECT_FALSE(encode(img, &why));
+  EXPECT_EQ(why, "dump shorter than its header");
 }
 
 TEST(PluginImage, NameIsPerCriuFileId) { EXPECT_EQ(image_name(33), "crx-verbs-33.img"); }

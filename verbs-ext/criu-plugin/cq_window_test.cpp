@@ -1,0 +1,141 @@
+// A CQ's ring cut to its live window and made whole again: what survives
+// (the window, every other record byte for byte), what goes (the slots
+// outside it), and what whole_cq_rings() refuses.
+#include "cq_window.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "ibv_migr.h"
+#include "test_dumps.hpp"
+
+namespace crx::verbs_plugin {
+namespace {
+
+using test::DumpBuilder;
+
+constexpr size_t kHead = sizeof(rxe_migr_rec_hdr) + sizeof(rxe_migr_cq);
+
+std::vector<const rxe_migr_rec_hdr*> records(const std::vector<uint8_t>& dump) {
+  std::vector<const rxe_migr_rec_hdr*> out;
+  const rxe_migr_rec_hdr* r = nullptr;
+  int err = 0;
+  while ((r = ibv_migr_next_record(dump.data(), dump.size(), r, &err))) out.push_back(r);
+  EXPECT_EQ(err, 0);
+  return out;
+}
+
+rxe_migr_queue queue_of(const rxe_migr_rec_hdr* r) {
+  rxe_migr_cq c;
+  std::memcpy(&c, r + 1, sizeof(c));
+  return c.queue;
+}
+
+const uint8_t* slot(const rxe_migr_rec_hdr* r, uint32_t i, uint32_t elem) {
+  return reinterpret_cast<const uint8_t*>(r) + kHead + size_t{i} * elem;
+}
+
+TEST(CqWindow, KeepsTheWindowAndZeroesTheRest) {
+  // 8 slots; the window wraps: consumer 6, producer 1 -> slots 6, 7, 0.
+  const std::vector<uint8_t> dump =
+      DumpBuilder().pd(1).cq(2, 8, 32, 1, 6).mr(3).qp(4).dump();
+  std::string why;
+  auto cut = cut_cq_rings(dump, &why);
+  ASSERT_TRUE(cut) << why;
+  EXPECT_EQ(dump.size() - cut->size(), 5u * 32) << "five dead slots left out";
+  EXPECT_EQ(ibv_migr_check_dump(cut->data(), cut->size()), 0);
+  auto cr = records(*cut);
+  ASSERT_EQ(cr.size(), 4u);
+  EXPECT_EQ(queue_of(cr[1]).data_len, 3u * 32);
+
+  auto whole = whole_cq_rings(*cut, &why);
+  ASSERT_TRUE(whole) << why;
+  ASSERT_EQ(whole->size(), dump.size());
+  auto in = records(dump), out = records(*whole);
+  ASSERT_EQ(out.size(), 4u);
+  for (size_t k : {0u, 2u, 3u})  // PD, MR, QP (its send ring whole)
+    EXPECT_EQ(std::memcmp(in[k], out[k], in[k]->len), 0) << "record " << k;
+  EXPECT_EQ(std::memcmp(in[1], out[1], kHead), 0) << "CQ header and body";
+  const std::vector<uint8_t> zero(32, 0);
+  for (uint32_t i = 0; i < 8; i++) {
+    const bool live = i == 6 || i == 7 || i == 0;
+    EXPECT_EQ(std::memcmp(slot(out[1], i, 32), live ? slot(in[1], i, 32) : zero.data(), 32), 0)
+        << "slot " << i;
+  }
+}
+
+TEST(CqWindow, AnEmptyCqCarriesNoRing) {
+  const std::vector<uint8_t> dump = DumpBuilder().cq(1, 4096, 128, 17, 17).dump();
+  std::string why;
+  auto cut = cut_cq_rings(dump, &why);
+  ASSERT_TRUE(cut) << why;
+  EXPECT_EQ(cut->size(), sizeof(rxe_migr_dump_hdr) + kHead);
+  auto whole = whole_cq_rings(*cut, &why);
+  ASSERT_TRUE(whole) << why;
+  EXPECT_EQ(whole->size(), dump.size());
+  EXPECT_EQ(queue_of(records(*whole)[0]).data_len, 4096u * 128);
+}
+
+TEST(CqWindow, AFullCqKeepsAllButOneSlot) {
+  // rxe's ring is full with num_elem - 1 entries: producer just behind
+  // the consumer.
+  const std::vector<uint8_t> dump = DumpBuilder().cq(1, 16, 64, 4, 5).dump();
+  std::string why;
+  auto cut = cut_cq_rings(dump, &why);
+  ASSERT_TRUE(cut) << why;
+  EXPECT_EQ(queue_of(records(*cut)[0]).data_len, 15u * 64);
+  auto whole = whole_cq_rings(*cut, &why);
+  ASSERT_TRUE(whole) << why;
+  auto in = records(dump)[0], out = records(*whole)[0];
+  for (uint32_t i = 0; i < 16; i++)
+    if (i != 4) {
+      EXPECT_EQ(std::memcmp(slot(out, i, 64), slot(in, i, 64), 64), 0) << i;
+    }
+}
+
+TEST(CqWindow, CutRefusesWhatTheKernelDoesNotDump) {
+  std::string why;
+  EXPECT_FALSE(cut_cq_rings(DumpBuilder().cq(1, 8, 32, 8, 0).dump(), &why));
+  EXPECT_EQ(why, "CQ indices 8/0 outside its 8 slots");
+  EXPECT_FALSE(cut_cq_rings(DumpBuilder().cq(1, 6, 32, 0, 0).dump(), &why));
+  EXPECT_EQ(why, "CQ ring of 6 x 32 bytes is not a ring rxe makes");
+
+  auto truncated = DumpBuilder().pd(1).dump();
+  truncated.push_back(0);
+  EXPECT_FALSE(cut_cq_rings(truncated, &why));
+  EXPECT_NE(why.find("its header says"), std::string::npos) << why;
+
+  auto bad_record = DumpBuilder().pd(1).dump();
+  bad_record[sizeof(rxe_migr_dump_hdr)] = 99;  // no such object type
+  EXPECT_FALSE(cut_cq_rings(bad_record, &why));
+  EXPECT_EQ(why, "malformed dump");
+}
+
+TEST(CqWindow, WholeRefusesAWindowItsIndicesDoNotDescribe) {
+  std::string why;
+  // a whole ring where a window belongs (an image of version 1)
+  const std::vector<uint8_t> whole = DumpBuilder().cq(7, 8, 32, 3, 1).dump();
+  EXPECT_FALSE(whole_cq_rings(whole, &why));
+  EXPECT_EQ(why, "CQ 7 carries 256 ring bytes, its indices say 64");
+
+  // a window whose indices were changed after the cut
+  auto cut = *cut_cq_rings(whole, &why);
+  auto* r = reinterpret_cast<rxe_migr_rec_hdr*>(cut.data() + sizeof(rxe_migr_dump_hdr));
+  reinterpret_cast<rxe_migr_cq*>(r + 1)->queue.producer = 4;
+  EXPECT_FALSE(whole_cq_rings(cut, &why));
+  EXPECT_EQ(why, "CQ 7 carries 64 ring bytes, its indices say 96");
+}
+
+TEST(CqWindow, WholeRefusesRingsLargerThanRxeMakes) {
+  std::string why;
+  // 2^20 slots of 64 bytes: 64 MiB from a record of a few bytes
+  std::vector<uint8_t> cut = *cut_cq_rings(DumpBuilder().cq(1, 8, 64, 0, 0).dump(), &why);
+  auto* r = reinterpret_cast<rxe_migr_rec_hdr*>(cut.data() + sizeof(rxe_migr_dump_hdr));
+  reinterpret_cast<rxe_migr_cq*>(r + 1)->queue.num_elem = 1u << 20;
+  EXPECT_FALSE(whole_cq_rings(cut, &why));
+  EXPECT_EQ(why, "CQ ring of 1048576 x 64 bytes is not a ring rxe makes");
+}
+
+}  // namespace
+}  // namespace crx::verbs_plugin

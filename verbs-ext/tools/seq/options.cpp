@@ -65,6 +65,10 @@ Options parse_options(int argc, char** argv) {
                    "given, in its first 8 bytes), then give a sixteenth of them a new one; "
                    "a page that arrived stale after a migration is an error")
       ->check(CLI::PositiveNumber);
+  recv->add_option("--poll-every", o.poll_every_s,
+                   "poll the CQ only every N seconds, so that completions wait in it (a "
+                   "checkpoint finds them there)")
+      ->check(CLI::PositiveNumber);
   for (auto* sub : {send, recv}) {
     sub->add_option("--mr-remote-write", o.mr_remote_write_s,
                     "every N seconds the sender RDMA-WRITEs every page of the receiver's "

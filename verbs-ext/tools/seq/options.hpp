@@ -34,6 +34,9 @@ struct Options {
   // recv, > 0: every this many seconds, check every page of the --mr-size
   // MR, then rewrite a sixteenth of them (a stale page after a move fails)
   double mr_rewrite_s = 0;
+  // recv, > 0: poll the CQ only every this many seconds, so completions
+  // wait in it (what a checkpoint then finds there must come back)
+  double poll_every_s = 0;
   // send and recv, > 0: every this many seconds the sender RDMA-WRITEs every
   // page of the receiver's --mr-size MR; the receiver checks that no page
   // goes back to an older pass (mr_passes.hpp)

@@ -1,7 +1,9 @@
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -118,6 +120,8 @@ class Receiver {
     std::vector<ibv_wc> wc(std::min<size_t>(size_t{o_.qps} * o_.window, 256));
     std::vector<uint32_t> repost;
     while (fins_ < o_.qps && !g_stop_signal && !fatal_) {
+      if (o_.poll_every_s > 0)
+        std::this_thread::sleep_for(std::chrono::duration<double>(o_.poll_every_s));
       int n = s_.cq->wait(wc.data(), static_cast<int>(wc.size()), o_.busy_poll ? 0 : 100);
       double now = now_s();
       if (n > 0) {

@@ -1,7 +1,6 @@
 #include "cq_window.hpp"
 
 #include <cstring>
-#include <functional>
 
 #include "ibv_migr.h"
 
@@ -43,14 +42,51 @@ std::optional<Ring> ring_of(const rxe_migr_queue& q, std::string* why) {
   return Ring{q.num_elem - 1, q.elem_size, q.producer, q.consumer};
 }
 
-// Copies dump record by record into a new dump, CQ records through
-// cq(record, its ring bytes as dumped, out); false and *why set if the
-// dump is malformed or cq refused a record.
-using CqRewrite = std::function<bool(const rxe_migr_rec_hdr*, const Ring&, const uint8_t*,
-                                     std::vector<uint8_t>*, std::string*)>;
+enum class To { Window, Whole };
 
-std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump,
-                                            const CqRewrite& cq, std::string* why) {
+// The live entries of a whole ring, in order from the consumer.
+std::vector<uint8_t> window_of(const Ring& ring, const uint8_t* whole) {
+  std::vector<uint8_t> live;
+  live.reserve(ring.live_bytes());
+  for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
+    const uint8_t* e = whole + uint64_t{i} * ring.elem;
+    live.insert(live.end(), e, e + ring.elem);
+  }
+  return live;
+}
+
+// A whole ring with the window's entries in their slots, the rest zero.
+std::vector<uint8_t> whole_of(const Ring& ring, const uint8_t* window) {
+  std::vector<uint8_t> whole(ring.whole_bytes(), 0);
+  for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
+    std::memcpy(whole.data() + uint64_t{i} * ring.elem, window, ring.elem);
+    window += ring.elem;
+  }
+  return whole;
+}
+
+// Appends a CQ record: r's header and body with the ring length set to
+// ring.size(), then the ring, padded to 8 bytes.
+void put_cq(const rxe_migr_rec_hdr* r, const std::vector<uint8_t>& ring,
+            std::vector<uint8_t>* out) {
+  rxe_migr_rec_hdr hdr;
+  rxe_migr_cq body;
+  std::memcpy(&hdr, r, sizeof(hdr));
+  std::memcpy(&body, r + 1, sizeof(body));
+  body.queue.data_len = static_cast<uint32_t>(ring.size());
+  hdr.len = static_cast<uint32_t>(pad8(kCqHead + ring.size()));
+  const size_t at = out->size();
+  out->resize(at + hdr.len, 0);
+  std::memcpy(out->data() + at, &hdr, sizeof(hdr));
+  std::memcpy(out->data() + at + sizeof(hdr), &body, sizeof(body));
+  if (!ring.empty()) std::memcpy(out->data() + at + kCqHead, ring.data(), ring.size());
+}
+
+// Copies dump record by record into a new dump, each CQ's ring turned
+// into its window or made whole again; nullopt and *why set if the dump
+// is malformed or a CQ's ring is not what the other form has.
+std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump, To to,
+                                            std::string* why) {
   if (dump.size() < sizeof(rxe_migr_dump_hdr)) {
     *why = "dump shorter than its header";
     return std::nullopt;
@@ -74,7 +110,19 @@ std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump,
     rxe_migr_cq body;
     std::memcpy(&body, r + 1, sizeof(body));
     auto ring = ring_of(body.queue, why);
-    if (!ring || !cq(r, *ring, p + kCqHead, &out, why)) return std::nullopt;
+    if (!ring) return std::nullopt;
+    const uint32_t has = body.queue.data_len;
+    const uint64_t want = to == To::Window ? ring->whole_bytes() : ring->live_bytes();
+    if (has != want) {
+      *why = "CQ " + std::to_string(r->handle) +
+             (to == To::Window ? " dumped with " + std::to_string(has) + " of its " +
+                                     std::to_string(want) + " ring bytes"
+                               : " carries " + std::to_string(has) +
+                                     " ring bytes, its indices say " + std::to_string(want));
+      return std::nullopt;
+    }
+    put_cq(r, to == To::Window ? window_of(*ring, p + kCqHead) : whole_of(*ring, p + kCqHead),
+           &out);
     if (out.size() > kMaxDump) {
       *why = "CQ rings of more than " + std::to_string(kMaxDump) + " bytes";
       return std::nullopt;
@@ -93,74 +141,16 @@ std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump,
   return out;
 }
 
-// Appends a CQ record: r's header and body with the ring length set to
-// ring.size(), then the ring, padded to 8 bytes.
-void put_cq(const rxe_migr_rec_hdr* r, const std::vector<uint8_t>& ring,
-            std::vector<uint8_t>* out) {
-  rxe_migr_rec_hdr hdr;
-  rxe_migr_cq body;
-  std::memcpy(&hdr, r, sizeof(hdr));
-  std::memcpy(&body, r + 1, sizeof(body));
-  body.queue.data_len = static_cast<uint32_t>(ring.size());
-  hdr.len = static_cast<uint32_t>(pad8(kCqHead + ring.size()));
-  const size_t at = out->size();
-  out->resize(at + hdr.len, 0);
-  std::memcpy(out->data() + at, &hdr, sizeof(hdr));
-  std::memcpy(out->data() + at + sizeof(hdr), &body, sizeof(body));
-  if (!ring.empty()) std::memcpy(out->data() + at + kCqHead, ring.data(), ring.size());
-}
-
 }  // namespace
 
 std::optional<std::vector<uint8_t>> cut_cq_rings(const std::vector<uint8_t>& dump,
                                                  std::string* why) {
-  return rewrite(
-      dump,
-      [](const rxe_migr_rec_hdr* r, const Ring& ring, const uint8_t* data,
-         std::vector<uint8_t>* out, std::string* why) {
-        rxe_migr_cq body;
-        std::memcpy(&body, r + 1, sizeof(body));
-        if (body.queue.data_len != ring.whole_bytes()) {
-          *why = "CQ " + std::to_string(r->handle) + " dumped with " +
-                 std::to_string(body.queue.data_len) + " of its " +
-                 std::to_string(ring.whole_bytes()) + " ring bytes";
-          return false;
-        }
-        std::vector<uint8_t> live;
-        live.reserve(ring.live_bytes());
-        for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
-          const uint8_t* e = data + uint64_t{i} * ring.elem;
-          live.insert(live.end(), e, e + ring.elem);
-        }
-        put_cq(r, live, out);
-        return true;
-      },
-      why);
+  return rewrite(dump, To::Window, why);
 }
 
 std::optional<std::vector<uint8_t>> whole_cq_rings(const std::vector<uint8_t>& cut,
                                                    std::string* why) {
-  return rewrite(
-      cut,
-      [](const rxe_migr_rec_hdr* r, const Ring& ring, const uint8_t* data,
-         std::vector<uint8_t>* out, std::string* why) {
-        rxe_migr_cq body;
-        std::memcpy(&body, r + 1, sizeof(body));
-        if (body.queue.data_len != ring.live_bytes()) {
-          *why = "CQ " + std::to_string(r->handle) + " carries " +
-                 std::to_string(body.queue.data_len) + " ring bytes, its indices say " +
-                 std::to_string(ring.live_bytes());
-          return false;
-        }
-        std::vector<uint8_t> whole(ring.whole_bytes(), 0);
-        for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
-          std::memcpy(whole.data() + uint64_t{i} * ring.elem, data, ring.elem);
-          data += ring.elem;
-        }
-        put_cq(r, whole, out);
-        return true;
-      },
-      why);
+  return rewrite(cut, To::Whole, why);
 }
 
 }  // namespace crx::verbs_plugin

@@ -103,7 +103,8 @@ TEST(BadInput, DuplicateIdIsRefusedAndTheFirstSurvives) {
 
 TEST(BadInput, CreateKilledHalfWayIsCleanableByDeleteForce) {
   CRX_REQUIRE_ROOT();
-  auto dir = temp_dir("halfway");
+  TempDir tmp("crx-halfway");
+  const std::string& dir = tmp.path();
   Bundle b({"true"});
   // the createRuntime hook signals that create is mid-way, then blocks
   b.config()["hooks"] = {{"createRuntime", {{{"path", "/bin/sh"},
@@ -125,7 +126,6 @@ TEST(BadInput, CreateKilledHalfWayIsCleanableByDeleteForce) {
   auto r = run_crx({"delete", "--force", id});
   EXPECT_EQ(r.status, 0) << r.err;
   expect_nothing_left(id);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

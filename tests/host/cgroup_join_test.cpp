@@ -45,7 +45,8 @@ void run_and_check(const std::function<void(json&)>& edit) {
   });
   expect_in_every_hierarchy(init_pid(c.id), path);
 
-  auto dir = temp_dir("cg-join");
+  TempDir tmp("crx-cg-join");
+  const std::string& dir = tmp.path();
   std::string pid_file = dir + "/exec.pid";
   auto r = run_crx_detached({"exec", "--detach", "--pid-file", pid_file, c.id, "sleep", "1000"});
   ASSERT_EQ(r.status, 0) << r.err;

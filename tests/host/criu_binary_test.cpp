@@ -30,7 +30,8 @@ class CriuBinary : public ::testing::Test {
 
   Bundle bundle_{{"sleep", "1000"}};
   std::string id_ = unique_id();
-  std::string dir_ = temp_dir("criu-binary");
+  TempDir tmp_{"crx-criu-binary"};
+  const std::string& dir_ = tmp_.path();
   bool started_ = false;
 };
 

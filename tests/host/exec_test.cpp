@@ -68,7 +68,8 @@ TEST(Exec, RunsInTheContainerCgroup) {
   Running c;
   int pid = init_pid(c.id);
   std::string init_cgroups = read_text("/proc/" + std::to_string(pid) + "/cgroup");
-  auto dir = temp_dir("exec-cg");
+  TempDir tmp("crx-exec-cg");
+  const std::string& dir = tmp.path();
   std::string pid_file = dir + "/exec.pid";
   auto r = run_crx_detached({"exec", "--detach", "--pid-file", pid_file, c.id, "sleep", "1000"});
   ASSERT_EQ(r.status, 0) << r.err;
@@ -79,7 +80,6 @@ TEST(Exec, RunsInTheContainerCgroup) {
   ASSERT_EQ(ps.status, 0) << ps.err;
   auto pids = json::parse(ps.out);
   EXPECT_NE(std::find(pids.begin(), pids.end(), exec_pid), pids.end()) << ps.out;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Exec, ExitStatusAndOutputComeBack) {
@@ -111,7 +111,8 @@ TEST(Exec, EnvCwdUserAndCapsFlags) {
 TEST(Exec, ProcessFileAsContainerdSendsIt) {
   CRX_REQUIRE_ROOT();
   Running c;
-  auto dir = temp_dir("exec-process");
+  TempDir tmp("crx-exec-process");
+  const std::string& dir = tmp.path();
   json p = {{"terminal", false},
             {"user", {{"uid", 0}, {"gid", 0}}},
             {"args", {"sh", "-c", "echo from-process-json $X; exit 3"}},
@@ -126,7 +127,6 @@ TEST(Exec, ProcessFileAsContainerdSendsIt) {
   write_text(dir + "/process.json", p.dump());
   r = run_crx({"exec", "--process", dir + "/process.json", c.id});
   EXPECT_EQ(r.out, "123\n") << r.err;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Exec, SeccompOfTheContainerApplies) {
@@ -142,7 +142,8 @@ TEST(Exec, SeccompOfTheContainerApplies) {
 TEST(Exec, TtyThroughTheConsoleSocket) {
   CRX_REQUIRE_ROOT();
   Running c;
-  auto dir = temp_dir("exec-console");
+  TempDir tmp("crx-exec-console");
+  const std::string& dir = tmp.path();
   std::string sock_path = dir + "/console.sock";
   ConsoleSocket console(sock_path);
   auto r = run_crx({"exec", "--tty", "--detach", "--console-socket", sock_path, c.id, "sh", "-c",
@@ -154,7 +155,6 @@ TEST(Exec, TtyThroughTheConsoleSocket) {
   EXPECT_NE(seen.find("on-the-pty"), std::string::npos) << seen;
   EXPECT_NE(seen.find("/dev/pts/"), std::string::npos) << seen;
   ::close(master);
-  std::filesystem::remove_all(dir);
 }
 
 // `crx exec` in the foreground as a child of this test; stdout to out_path.
@@ -191,7 +191,8 @@ bool wait_for_text(const std::string& path, const std::string& text) {
 TEST(Exec, ForegroundForwardsSignalsAndReturnsTheProcessStatus) {
   CRX_REQUIRE_ROOT();
   Running c;
-  auto dir = temp_dir("exec-fg");
+  TempDir tmp("crx-exec-fg");
+  const std::string& dir = tmp.path();
   std::string out = dir + "/out";
   pid_t crx = spawn_foreground_exec(
       {c.id, "sh", "-c", "trap 'echo got-usr1; exit 7' USR1; echo ready; while :; do sleep 0.05; done"}, out);
@@ -205,7 +206,6 @@ TEST(Exec, ForegroundForwardsSignalsAndReturnsTheProcessStatus) {
   ASSERT_TRUE(wait_for_text(out, "ready")) << read_text(out);
   ::kill(crx, SIGTERM);
   EXPECT_EQ(wait_status_of(crx), 128 + SIGTERM);
-  std::filesystem::remove_all(dir);
 }
 
 // `crx exec --tty` (no console socket) on a terminal of its own, a pty this
@@ -298,7 +298,8 @@ std::string shim_like_execs(const std::string& id, const std::string& dir, int r
 TEST(Exec, DetachedProcessIsReapedByTheCallerLikeTheShimDoes) {
   CRX_REQUIRE_ROOT();
   Running c;
-  auto dir = temp_dir("exec-shim");
+  TempDir tmp("crx-exec-shim");
+  const std::string& dir = tmp.path();
   // in a child: the subreaper flag must not outlive this test
   int report[2];
   ASSERT_EQ(::pipe2(report, O_CLOEXEC), 0);
@@ -314,7 +315,6 @@ TEST(Exec, DetachedProcessIsReapedByTheCallerLikeTheShimDoes) {
   ::close(report[0]);
   EXPECT_EQ(wait_status_of(shim), 0) << failure;
   EXPECT_EQ(failure, "");
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Exec, ErrorsCarryTheShimSubstrings) {

@@ -76,41 +76,16 @@ Result run_crx(const std::vector<std::string>& args, const std::string& stdin_da
 
 Result run_sh(const std::string& script) { return run_argv({"/bin/sh", "-c", script}, "", {}); }
 
-std::string temp_dir(const std::string& stem) {
-  std::string tmpl = "/tmp/crx-" + stem + "-XXXXXX";
-  if (!::mkdtemp(tmpl.data())) std::abort();
-  return tmpl;
-}
-
-namespace {
-
-// A directory for the whole test process, removed when it exits. The path
-// lives in the object that removes it: an atexit() handler registered
-// while a function's static string is initialised runs after that
-// string's destructor (handlers run in reverse order of registration) and
-// read the freed string (ASan: heap-use-after-free at exit).
-class ProcessDir {
- public:
-  explicit ProcessDir(std::string path) : path_(std::move(path)) {}
-  ~ProcessDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  ProcessDir(const ProcessDir&) = delete;
-  ProcessDir& operator=(const ProcessDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
-}  // namespace
-
+// The directories below live as long as the test process. The path lives
+// in the object that removes it: an atexit() handler registered while a
+// function's static string is initialised runs after that string's
+// destructor (handlers run in reverse order of registration) and read the
+// freed string (ASan: heap-use-after-free at exit).
 const std::string& busybox_rootfs() {
-  static const ProcessDir dir([] {
-    std::string d = temp_dir("rootfs");
-    ::chmod(d.c_str(), 0755);  // reachable by a container root mapped to another uid
-    auto r = run_sh(std::string(CRX_SOURCE_DIR) + "/bundles/busybox/make-rootfs.sh " + d);
+  static const TempDir dir([] {
+    TempDir d("crx-rootfs");
+    ::chmod(d.path().c_str(), 0755);  // reachable by a container root mapped to another uid
+    auto r = run_sh(std::string(CRX_SOURCE_DIR) + "/bundles/busybox/make-rootfs.sh " + d.path());
     if (r.status != 0) {
       std::fprintf(stderr, "make-rootfs failed: %s\n", r.err.c_str());
       std::abort();
@@ -121,7 +96,7 @@ const std::string& busybox_rootfs() {
 }
 
 const std::string& state_root() {
-  static const ProcessDir dir(temp_dir("state"));
+  static const TempDir dir("crx-state");
   return dir.path();
 }
 
@@ -138,13 +113,12 @@ void write_text(const std::string& path, const std::string& text) {
 }
 
 Bundle::Bundle(std::vector<std::string> args) {
-  dir_ = temp_dir("bundle");
-  auto r = run_crx({"spec", "--bundle", dir_});
+  auto r = run_crx({"spec", "--bundle", dir()});
   if (r.status != 0) {
     std::fprintf(stderr, "crx spec failed: %s\n", r.err.c_str());
     std::abort();
   }
-  config_ = nlohmann::json::parse(read_text(dir_ + "/config.json"));
+  config_ = nlohmann::json::parse(read_text(dir_ / "config.json"));
   config_["root"]["path"] = busybox_rootfs();
   config_["root"]["readonly"] = true;
   config_["process"]["terminal"] = false;
@@ -152,9 +126,7 @@ Bundle::Bundle(std::vector<std::string> args) {
   write();
 }
 
-Bundle::~Bundle() { std::filesystem::remove_all(dir_); }
-
-void Bundle::write() const { write_text(dir_ + "/config.json", config_.dump(2)); }
+void Bundle::write() const { write_text(dir_ / "config.json", config_.dump(2)); }
 
 std::string unique_id(const std::string& stem) {
   static int counter = 0;
@@ -222,12 +194,12 @@ std::string shell_quoted(const std::string& s) {
 }
 
 Result run_crx_detached(const std::vector<std::string>& args) {
-  std::string err_file = temp_dir("detached") + "/err";
+  TempDir tmp("crx-detached");
+  std::string err_file = tmp / "err";
   std::string cmd = shell_quoted(CRX_BINARY) + " --root " + shell_quoted(state_root());
   for (const auto& a : args) cmd += " " + shell_quoted(a);
   Result r = run_sh(cmd + " </dev/null >/dev/null 2>" + shell_quoted(err_file));
   r.err = read_text(err_file);
-  std::filesystem::remove_all(std::filesystem::path(err_file).parent_path());
   return r;
 }
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "../support/temp_dir.hpp"
+
 namespace crx::test {
 
 struct Result {
@@ -34,13 +36,12 @@ const std::string& state_root();
 class Bundle {
  public:
   explicit Bundle(std::vector<std::string> args = {"true"});
-  ~Bundle();
   nlohmann::json& config() { return config_; }
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return dir_.path(); }
   void write() const;  // writes config.json (call after editing config())
 
  private:
-  std::string dir_;
+  TempDir dir_{"crx-bundle"};
   nlohmann::json config_;
 };
 
@@ -59,7 +60,6 @@ std::string read_text(const std::string& path);
 void write_text(const std::string& path, const std::string& text);
 // `crx state id` parsed (a failure is a test failure).
 nlohmann::json state_of(const std::string& id);
-std::string temp_dir(const std::string& stem);
 // True when pid no longer runs (gone, or a zombie not yet reaped).
 bool process_gone(pid_t pid);
 

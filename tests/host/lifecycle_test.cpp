@@ -46,7 +46,8 @@ TEST(Run, ForwardsSignalsToTheContainer) {
   CRX_REQUIRE_ROOT();
   Bundle b({"sh", "-c", "trap 'echo got-usr1; exit 7' USR1; echo ready; while :; do sleep 0.05; done"});
   auto id = unique_id();
-  std::string out = temp_dir("fwd") + "/out";
+  TempDir tmp("crx-fwd");
+  std::string out = tmp / "out";
   pid_t crx = ::fork();
   if (crx == 0) {
     int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -198,7 +199,8 @@ TEST(List, WarnsOfAStateDirWithoutState) {
 }
 
 TEST(Spec, WritesDefaultAndRefusesToOverwrite) {
-  auto dir = temp_dir("spec");
+  TempDir tmp("crx-spec");
+  const std::string& dir = tmp.path();
   auto r = run_crx({"spec", "--bundle", dir});
   ASSERT_EQ(r.status, 0) << r.err;
   auto j = json::parse(read_text(dir + "/config.json"));
@@ -213,7 +215,6 @@ TEST(Spec, WritesDefaultAndRefusesToOverwrite) {
   bool has_user = false;
   for (auto& ns : j["linux"]["namespaces"]) has_user = has_user || ns["type"] == "user";
   EXPECT_TRUE(has_user);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Features, IsValidJsonNamingWhatCrxSupports) {
@@ -228,7 +229,8 @@ TEST(Features, IsValidJsonNamingWhatCrxSupports) {
 }
 
 TEST(GlobalFlags, JsonLogCarriesTheErrorAndSingleDashFlagsWork) {
-  auto dir = temp_dir("log");
+  TempDir tmp("crx-log");
+  const std::string& dir = tmp.path();
   auto r = run_crx({"--log", dir + "/log.json", "--log-format", "json", "state", "no-such-container"});
   EXPECT_NE(r.status, 0);
   auto line = read_text(dir + "/log.json");
@@ -238,7 +240,6 @@ TEST(GlobalFlags, JsonLogCarriesTheErrorAndSingleDashFlagsWork) {
   EXPECT_TRUE(j.contains("time"));
   r = run_crx({"-log-format", "json", "list", "-format", "json"});
   EXPECT_EQ(r.status, 0) << r.err;
-  std::filesystem::remove_all(dir);
 }
 
 TEST(GlobalFlags, SystemdCgroupWithoutSystemdIsAClearError) {

@@ -85,7 +85,8 @@ TEST(Rootfs, ReadonlyRootAndNoPivot) {
 
 TEST(Mounts, BindTmpfsWithOptionsAndPropagation) {
   CRX_REQUIRE_ROOT();
-  auto host_dir = temp_dir("bind");
+  TempDir tmp("crx-bind");
+  const std::string& host_dir = tmp.path();
   write_text(host_dir + "/file", "from-host\n");
   Bundle b({"sh", "-c",
             "cat /mnt/bind/file; grep ' /mnt/tmp ' /proc/self/mountinfo | grep -o 'size=[0-9]*k'; "
@@ -98,7 +99,6 @@ TEST(Mounts, BindTmpfsWithOptionsAndPropagation) {
   // mount targets under a read-only shared rootfs: use a private copy of /mnt via tmpfs
   m.insert(m.begin() + 1, json{{"destination", "/mnt"}, {"type", "tmpfs"}, {"source", "tmpfs"}, {"options", {"mode=755"}}});
   EXPECT_EQ(output_of(b), "from-host\nsize=64k\nro-ok\n");
-  std::filesystem::remove_all(host_dir);
 }
 
 TEST(Mounts, MaskedAndReadonlyPaths) {
@@ -166,7 +166,8 @@ TEST(Process, NoNewPrivilegesAndSeccomp) {
 
 TEST(Hooks, AllSixKindsRunWithStateOnStdin) {
   CRX_REQUIRE_ROOT();
-  auto dir = temp_dir("hooks");
+  TempDir tmp("crx-hooks");
+  const std::string& dir = tmp.path();
   Bundle b({"true"});
   auto hook = [&](const std::string& out_path) {
     return json{{"path", "/bin/sh"}, {"args", {"sh", "-c", "cat > " + out_path}}};
@@ -191,7 +192,6 @@ TEST(Hooks, AllSixKindsRunWithStateOnStdin) {
     EXPECT_EQ(state["id"], id) << phase;
     EXPECT_TRUE(state.contains("pid") && state.contains("bundle")) << phase;
   }
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Hooks, FailingCreateRuntimeHookAbortsAndLeavesNothing) {
@@ -221,7 +221,8 @@ TEST(Hooks, TimeoutKillsTheHook) {
 
 TEST(Console, PtyMasterArrivesOnTheConsoleSocket) {
   CRX_REQUIRE_ROOT();
-  auto dir = temp_dir("console");
+  TempDir tmp("crx-console");
+  const std::string& dir = tmp.path();
   std::string sock_path = dir + "/console.sock";
   ConsoleSocket console(sock_path);
   Bundle b({"sh", "-c", "tty; echo on-the-pty"});
@@ -240,12 +241,12 @@ TEST(Console, PtyMasterArrivesOnTheConsoleSocket) {
   EXPECT_NE(seen.find("/dev/pts/"), std::string::npos) << seen;
   ::close(master);
   force_delete(id);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(Fds, PreserveFdsPassesExtraFdsWithListenFds) {
   CRX_REQUIRE_ROOT();
-  auto dir = temp_dir("fds");
+  TempDir tmp("crx-fds");
+  const std::string& dir = tmp.path();
   write_text(dir + "/data", "passed-through");
   Bundle b({"sh", "-c", "cat <&3"});
   b.write();
@@ -260,7 +261,6 @@ TEST(Fds, PreserveFdsPassesExtraFdsWithListenFds) {
   ::close(3);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "passed-through");
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -152,7 +152,8 @@ TEST(Events, StreamReportsAnOomKillAndEndsWithTheContainer) {
   Running c({"sleep", "1000"}, [](json& cfg) {
     cfg["linux"]["resources"] = {{"memory", {{"limit", 32 << 20}, {"swap", 32 << 20}}}};
   });
-  auto dir = temp_dir("events");
+  TempDir tmp("crx-events");
+  const std::string& dir = tmp.path();
   std::string out = dir + "/events.jsonl";
   pid_t events = ::fork();
   if (events == 0) {
@@ -183,7 +184,6 @@ TEST(Events, StreamReportsAnOomKillAndEndsWithTheContainer) {
     if (ev["type"] == "oom") saw_oom = true;
   }
   EXPECT_TRUE(saw_oom) << read_text(out);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -92,7 +92,8 @@ TEST(RestoreLeftovers, TheGuardKillsTheCgroupWhenItsOwnerDies) {
 
 TEST(RestoreLeftovers, TheSweepDetachesCriusMountsInADeadSessionsDir) {
   if (::geteuid() != 0) GTEST_SKIP() << "needs root";
-  std::string images = temp_dir("rsess");
+  TempDir tmp("crx-rsess");
+  const std::string& images = tmp.path();
   std::string session = images + "/c1-0123abcd";
   std::string yard = session + "/1.work/.criu.cgyard.abc";
   ASSERT_EQ(::mkdir(session.c_str(), 0700), 0);

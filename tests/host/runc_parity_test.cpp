@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "common/fs.hpp"
+#include "common/scope_guard.hpp"
 #include "harness.hpp"
 #include "linux/lsm.hpp"
 
@@ -91,7 +92,10 @@ TEST(RuncParity, PrivatePropagationWithoutPivotRootIsRefusedAsRunc) {
 TEST(RuncParity, NoMountNamespaceChroots) {
   CRX_REQUIRE_ROOT();
   // a private copy: the devices are made in the rootfs's own /dev then
-  std::string rootfs = temp_dir("nomnt") + "/rootfs";
+  TempDir tmp("crx-nomnt");
+  std::string rootfs = tmp / "rootfs";
+  // the container's /proc, if left, goes before tmp's walk could enter it
+  ScopeGuard unmount_proc([&] { ::umount2((rootfs + "/proc").c_str(), MNT_DETACH); });
   ASSERT_EQ(run_sh("cp -a " + shell_quoted(busybox_rootfs()) + " " + shell_quoted(rootfs)).status, 0);
   std::string before = root_propagation(read_text("/proc/self/mountinfo"));
   Bundle b({"sh", "-c", "test -x /bin/busybox && test ! -e /etc/os-release && echo chrooted; "
@@ -112,8 +116,6 @@ TEST(RuncParity, NoMountNamespaceChroots) {
   auto mountinfo = read_text("/proc/self/mountinfo");
   EXPECT_EQ(root_propagation(mountinfo), before);
   EXPECT_EQ(mountinfo.find(rootfs), std::string::npos) << "a mount is left below " << rootfs;
-  ::umount2((rootfs + "/proc").c_str(), MNT_DETACH);  // if it was
-  std::filesystem::remove_all(std::filesystem::path(rootfs).parent_path());
 }
 
 TEST(RuncParity, NoMountNamespaceRefusesMaskedPathsAsRunc) {

@@ -18,7 +18,7 @@
 #include "checkpoint/carried_tmpfs.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

@@ -10,7 +10,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/unique_fd.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 using namespace crx::checkpoint;
 

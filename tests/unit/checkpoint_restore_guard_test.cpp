@@ -18,7 +18,7 @@
 #include "common/fs.hpp"
 #include "common/retry_eintr.hpp"
 #include "../support/reap.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

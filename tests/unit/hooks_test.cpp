@@ -9,7 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "migrate/manifest.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

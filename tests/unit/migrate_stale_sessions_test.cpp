@@ -11,7 +11,7 @@
 
 #include "common/fs.hpp"
 #include "migrate/stale_sessions.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

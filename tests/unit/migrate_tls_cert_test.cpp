@@ -23,7 +23,7 @@
 #include "migrate/auth.hpp"
 #include "migrate/cert_credentials.hpp"
 #include "migrate/tls_session.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

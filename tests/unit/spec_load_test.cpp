@@ -9,7 +9,7 @@
 #include "common/fs.hpp"
 #include "spec/bundle.hpp"
 #include "spec_test_util.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

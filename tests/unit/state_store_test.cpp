@@ -12,7 +12,7 @@
 
 #include "common/error.hpp"
 #include "state/store.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 

@@ -1,9 +1,10 @@
-// A fresh directory for one test, removed with everything in it when the
-// test's fixture goes:
+// A fresh directory for one test (unit and host tests), removed with
+// everything in it when the object goes, also when an ASSERT returns early:
 //   class Store : public ::testing::Test {
 //    protected:
 //     crx::test::TempDir tmp{"crx-store"};  // /tmp/crx-store-XXXXXX
 //   };
+//   TempDir dir("crx-log");  write_text(dir / "log.json", ...);
 #pragma once
 #include <stdlib.h>
 
@@ -11,6 +12,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "common/fs.hpp"
 
@@ -25,6 +27,7 @@ class TempDir {
     path_ = tmpl;
   }
   ~TempDir() {
+    if (path_.empty()) return;
     try {
       remove_tree(path_);
     } catch (...) {
@@ -32,8 +35,14 @@ class TempDir {
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+  // Moved, the directory has one owner still: the moved-from object
+  // removes nothing.
+  TempDir(TempDir&& other) noexcept : path_(std::move(other.path_)) { other.path_.clear(); }
+  TempDir& operator=(TempDir&&) = delete;
 
   const std::string& path() const { return path_; }
+  // A path inside the directory.
+  std::string operator/(const std::string& name) const { return path_ + "/" + name; }
 
  private:
   std::string path_;

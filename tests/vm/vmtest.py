@@ -179,5 +179,29 @@ class VmTestCase(unittest.TestCase):
         return tb
 
 
+class _TimedResult(unittest.TextTestResult):
+    """Prints each case's wall time after its verdict, and a table of
+    them, slowest first, at the end: the suite's time budget (tests/vm/
+    README.md) is spent case by case."""
+
+    def startTest(self, test):
+        self._started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        took = time.monotonic() - self._started
+        self.took = getattr(self, "took", []) + [(took, test.id())]
+        self.stream.writeln(f"    ({took:.1f} s)")
+        super().stopTest(test)
+
+    def printErrors(self):
+        super().printErrors()
+        if len(getattr(self, "took", [])) > 1:
+            self.stream.writeln("case times, slowest first:")
+            for took, name in sorted(self.took, reverse=True):
+                self.stream.writeln(f"  {took:7.1f} s  {name.rsplit('.', 1)[-1]}")
+
+
 def main():
-    unittest.main(verbosity=2)
+    unittest.main(verbosity=2, testRunner=unittest.TextTestRunner(
+        verbosity=2, resultclass=_TimedResult))

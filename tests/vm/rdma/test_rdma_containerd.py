@@ -47,6 +47,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import CRX, RECV_MODE, SEQ, RdmaBedCase  # noqa: E402
+from vmtest import main  # noqa: E402
 
 CTD = "/run/crx-ctd"  # containerd's dirs in g0 (its own tmpfs)
 NS = "crxtest"
@@ -308,4 +309,4 @@ class RdmaContainerdTest(RdmaBedCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

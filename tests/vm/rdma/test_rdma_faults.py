@@ -19,11 +19,10 @@ import json
 import os
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import CRX, MPORT, RANGES, RdmaBedCase  # noqa: E402
-from vmtest import listening, wait_until  # noqa: E402
+from vmtest import listening, main, wait_until  # noqa: E402
 
 # Kills the receiver and its criu in g2 mid-restore (how: the script's
 # header).
@@ -265,4 +264,4 @@ class RdmaFaultsTest(RdmaBedCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

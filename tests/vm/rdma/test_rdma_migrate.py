@@ -22,11 +22,10 @@ import json
 import os
 import sys
 import time
-import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import BUILD, CRX, MPORT, RECV_MODE, SEQ, RdmaBedCase  # noqa: E402
-from vmtest import wait_until  # noqa: E402
+from vmtest import main, wait_until  # noqa: E402
 
 MIGRATIONS = int(os.environ.get("CRX_VM_RDMA_MIGRATIONS", "4"))
 # CRX_VM_RDMA_RXE_DEBUG=1: test_10 turns on rxe's debug messages on the
@@ -547,4 +546,4 @@ class RdmaMigrateTest(RdmaBedCase):
         self.finish(cid, sender, None)
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -54,7 +54,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from rdma_bed import BUILD, CRX, MPORT, ROOT, RdmaBedCase  # noqa: E402
-from vmtest import listening  # noqa: E402
+from vmtest import listening, main  # noqa: E402
 import testbed  # noqa: E402  (on the path since rdma_bed)
 
 SERVICE_IP = "10.77.0.201"
@@ -438,4 +438,4 @@ class RdmaPerftestTest(RdmaBedCase):
 
 
 if __name__ == "__main__":
-    unittest.main(verbosity=2)
+    main()

@@ -204,8 +204,9 @@ void CriuSource::run_dump(
     void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
     const std::string& images_dir, const std::string& parent, int page_fd, const char* log,
     bool final_dump) {
+  const std::string work_dir = images_dir + ".work";  // CRIU's logs and stats-dump
   UniqueFd images = open_dir(images_dir);
-  UniqueFd work = open_dir(images_dir + ".work");
+  UniqueFd work = open_dir(work_dir);
   checkpoint::DumpOptions o = src_.base;
   o.log_file = log;
   o.parent_img = parent;
@@ -222,7 +223,7 @@ void CriuSource::run_dump(
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of
   // the channel, the caller keeps its own.
-  last_round_dedup_ = {};
+  last_round_ = {};
   std::optional<PageDedupRelay> dedup;
   if (page_dedup_) {
     int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
@@ -232,7 +233,8 @@ void CriuSource::run_dump(
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
   criu_call(o, {});
-  if (dedup) last_round_dedup_ = dedup->finish();
+  if (dedup) last_round_.dedup = dedup->finish();
+  last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);
 }
 
 void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {

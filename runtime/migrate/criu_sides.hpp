@@ -41,7 +41,7 @@ class CriuSource : public SourceSide {
   // Every page CRIU dumps goes on, even one the destination holds already
   // unchanged (--no-page-dedup: for comparisons).
   void disable_page_dedup() { page_dedup_ = false; }
-  PageDedupStats last_round_dedup() const override { return last_round_dedup_; }
+  RoundStats last_round() const override { return last_round_; }
 
  private:
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
@@ -60,7 +60,7 @@ class CriuSource : public SourceSide {
   bool page_dedup_ = true;
   PageHeaderLayout page_layout_ = PageHeaderLayout::Criu3;
   PageLedger ledger_;
-  PageDedupStats last_round_dedup_;
+  RoundStats last_round_;
 };
 
 class CriuDestination : public DestinationSide {

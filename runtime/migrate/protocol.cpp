@@ -158,6 +158,7 @@ std::string to_json(const CommitAck& a) {
   };
   add("verbs_restore", a.verbs_restore);
   add("verbs_resume", a.verbs_resume);
+  add("criu_restore", a.criu_restore);
   return j.dump();
 }
 
@@ -173,6 +174,7 @@ CommitAck parse_commit_ack(const std::string& text) {
   };
   a.verbs_restore = get("verbs_restore");
   a.verbs_resume = get("verbs_resume");
+  a.criu_restore = get("criu_restore");
   return a;
 }
 

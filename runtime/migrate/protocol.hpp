@@ -102,6 +102,7 @@ struct RestoreDone {
 struct CommitAck {
   std::string verbs_restore;  // crx-verbs-restore.json, "" if none
   std::string verbs_resume;   // crx-verbs-resume.json, "" if none
+  std::string criu_restore;   // CRIU's stats-restore as JSON (report.hpp), "" if none
 };
 
 // CRIU's lazy pages move in pages of the machine's size: 4 KiB on the

@@ -313,17 +313,21 @@ class Receiver {
       throw;
     }
     rep_.verbs = VerbsReport::read(images_dir);
+    rep_.criu_restore = checkpoint::read_criu_restore_stats(work_dir());
     if (!held) hold();  // a restore that could not pause before resuming
     running_at_ = Clock::now();
     restore_started_ = false;  // it is ours now, even if the ack gets lost
     clock_.end();
-    conn_.send(FrameType::CommitAck, to_json(commit_ack(images_dir)));
+    conn_.send(FrameType::CommitAck, to_json(commit_ack(images_dir, rep_.criu_restore)));
     if (lazy_pages_) lazy_phase();
   }
 
-  // The verbs plugin's and crx's notes on the restore, for the sender's report.
-  static CommitAck commit_ack(const std::string& images_dir) {
+  // The verbs plugin's, crx's and CRIU's notes on the restore, for the
+  // sender's report.
+  static CommitAck commit_ack(const std::string& images_dir,
+                              const std::optional<checkpoint::CriuRestoreStats>& criu) {
     CommitAck a;
+    if (criu) a.criu_restore = criu_restore_json(*criu).dump();
     a.verbs_restore = read_file_if_present(images_dir + "/" + rdma::kVerbsRestoreFile).value_or("");
     a.verbs_resume = read_file_if_present(images_dir + "/" + rdma::kVerbsResumeFile).value_or("");
     return a;

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "common/error.hpp"
 #include "migrate/inventory.hpp"
 #include "migrate/precopy.hpp"
 
@@ -195,6 +196,11 @@ std::string MigrationReport::to_text() const {
     out += buf + round_rates_text(r);
     if (r.unchanged_pages > 0)
       out += "; " + human_bytes(r.unchanged_pages * 4096) + " unchanged, not sent again";
+    if (r.criu) {
+      std::snprintf(buf, sizeof buf, "; CRIU: frozen %.3f s, memory dump %.3f s, write %.3f s",
+                    r.criu->frozen_seconds, r.criu->memdump_seconds, r.criu->memwrite_seconds);
+      out += buf;
+    }
     out += "\n";
   }
   if (!pre_copy_stop.empty()) {
@@ -215,6 +221,12 @@ std::string MigrationReport::to_text() const {
     out += "\n";
   }
   if (lazy) out += lazy_text(*lazy);
+  if (criu_restore) {
+    std::snprintf(buf, sizeof buf, "  CRIU's restore: %.3f s, forking %.3f s, %llu pages restored\n",
+                  criu_restore->restore_seconds, criu_restore->forking_seconds,
+                  static_cast<unsigned long long>(criu_restore->pages_restored));
+    out += buf;
+  }
   if (prepare_seconds > 0) {
     std::snprintf(buf, sizeof buf,
                   "  restore prepared on the destination before the freeze: %.3f s\n",
@@ -273,6 +285,15 @@ std::string MigrationReport::to_json() const {
     if (r.dirty_rate > 0) jr["dirty_bytes_per_second"] = r.dirty_rate;
     if (r.predicted_final_bytes) jr["predicted_final_bytes"] = *r.predicted_final_bytes;
     if (r.predicted_downtime) jr["predicted_downtime_seconds"] = *r.predicted_downtime;
+    if (r.criu) {
+      jr["criu"] = {{"freezing_seconds", r.criu->freezing_seconds},
+                    {"frozen_seconds", r.criu->frozen_seconds},
+                    {"memdump_seconds", r.criu->memdump_seconds},
+                    {"memwrite_seconds", r.criu->memwrite_seconds},
+                    {"pages_scanned", r.criu->pages_scanned},
+                    {"pages_skipped_parent", r.criu->pages_skipped_parent},
+                    {"pages_written", r.criu->pages_written}};
+    }
     j["rounds"].push_back(jr);
   }
   if (!pre_copy_stop.empty()) j["pre_copy_stop"] = pre_copy_stop;
@@ -303,6 +324,7 @@ std::string MigrationReport::to_json() const {
   if (paused) j["paused"] = true;
   if (!left_out.empty()) j["left_out"] = left_out;
   if (verbs) j["verbs"] = verbs_json(*verbs);
+  if (criu_restore) j["criu_restore"] = criu_restore_json(*criu_restore);
   if (lazy) {
     j["lazy"] = {{"seconds", lazy->seconds},
                  {"bytes", lazy->bytes},
@@ -314,6 +336,27 @@ std::string MigrationReport::to_json() const {
                  {"faults", lazy->faults}};
   }
   return j.dump();
+}
+
+nlohmann::json criu_restore_json(const checkpoint::CriuRestoreStats& s) {
+  return {{"restore_seconds", s.restore_seconds},
+          {"forking_seconds", s.forking_seconds},
+          {"pages_restored", s.pages_restored}};
+}
+
+checkpoint::CriuRestoreStats criu_restore_from_json(const nlohmann::json& j) {
+  auto number = [&](const char* key) {
+    auto it = j.find(key);
+    if (it == j.end() || !it->is_number() || it->get<double>() < 0)
+      throw Error(std::string("CRIU's restore statistics: \"") + key + "\" is not a number",
+                  Cause::Invalid);
+    return it->get<double>();
+  };
+  checkpoint::CriuRestoreStats s;
+  s.restore_seconds = number("restore_seconds");
+  s.forking_seconds = number("forking_seconds");
+  s.pages_restored = static_cast<uint64_t>(number("pages_restored"));
+  return s;
 }
 
 void PhaseClock::begin(const std::string& name) {

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/criu_stats.hpp"
 #include "migrate/protocol.hpp"
 #include "rdma/plugin_stats.hpp"
 
@@ -40,6 +41,9 @@ struct RoundReport {
   // Pages CRIU dumped that the destination held unchanged, so not sent
   // (page_dedup.hpp); bytes = pages * 4096.
   uint64_t unchanged_pages = 0;
+  // CRIU's own account of the round (its stats-dump): how long it kept the
+  // container frozen, and of that the memory dump and write.
+  std::optional<checkpoint::CriuDumpStats> criu;
 };
 
 // The verbs objects' part, from the files the CRIU plugin and crx leave in
@@ -82,6 +86,9 @@ struct MigrationReport {
   double downtime_seconds = 0;
   double total_seconds = 0;
   std::optional<VerbsReport> verbs;
+  // CRIU's own account of the restore (its stats-restore on the
+  // destination; the sender has it from the CommitAck).
+  std::optional<checkpoint::CriuRestoreStats> criu_restore;
   // Post-copy (--lazy): the lazy phase, from the resume on the destination
   // to the last page (the destination's numbers, sent in LazyDone).
   std::optional<LazyStats> lazy;
@@ -106,6 +113,11 @@ struct MigrationReport {
   std::string to_text() const;
   std::string to_json() const;
 };
+
+// CriuRestoreStats as the CommitAck and the JSON report carry it.
+nlohmann::json criu_restore_json(const checkpoint::CriuRestoreStats& s);
+// Throws Error naming the field that is missing or not a number.
+checkpoint::CriuRestoreStats criu_restore_from_json(const nlohmann::json& j);
 
 // Measures phases; reports each start to an optional progress callback.
 class PhaseClock {

@@ -203,7 +203,7 @@ class Sender {
     conn_->send(FrameType::Commit);
     Frame ack = conn_->expect(FrameType::CommitAck);
     running_again_at_ = Clock::now();
-    add_destination_verbs(ack.payload);
+    add_destination_notes(ack.payload);
     if (lazy_) lazy_phase();
     clock_.begin("destroy source");
     try {
@@ -284,7 +284,11 @@ class Sender {
     } else {
       src_.pre_dump(dir, start.parent, page_fd.get());
     }
-    if (!lazy) r.unchanged_pages = src_.last_round_dedup().pages_unchanged;
+    if (!lazy) {
+      RoundStats stats = src_.last_round();
+      r.unchanged_pages = stats.dedup.pages_unchanged;
+      r.criu = stats.criu;
+    }
     double criu_s = seconds_since(c0);
     page_fd.reset();
     r.image_bytes = streamer.finish();
@@ -294,17 +298,20 @@ class Sender {
     return r;
   }
 
-  // The destination's part of the verbs report (recreate, pin, resume).
-  // Committed already: a note that does not parse costs only the report.
-  void add_destination_verbs(const std::string& payload) {
+  // The destination's part of the report: CRIU's restore and the verbs
+  // objects' (recreate, pin, resume). Committed already: a note that does
+  // not parse costs only the report.
+  void add_destination_notes(const std::string& payload) {
     try {
       CommitAck a = parse_commit_ack(payload);
+      if (!a.criu_restore.empty())
+        rep_.criu_restore = criu_restore_from_json(nlohmann::json::parse(a.criu_restore));
       if (a.verbs_restore.empty() && a.verbs_resume.empty()) return;
       if (!rep_.verbs) rep_.verbs.emplace();
       if (!a.verbs_restore.empty()) rep_.verbs->restore = rdma::parse_verbs_restore_stats(a.verbs_restore);
       if (!a.verbs_resume.empty()) rep_.verbs->resume = rdma::parse_verbs_resume_stats(a.verbs_resume);
     } catch (const std::exception& e) {
-      rep_.error = std::string("migrated; the destination's verbs report was unreadable: ") + e.what();
+      rep_.error = std::string("migrated; the destination's notes on its restore were unreadable: ") + e.what();
     }
   }
 

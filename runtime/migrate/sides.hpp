@@ -6,14 +6,23 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
+#include "checkpoint/criu_stats.hpp"
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/page_ledger.hpp"
 #include "migrate/protocol.hpp"
 
 namespace crx::migrate {
+
+// What one pre_dump or dump did: the page filter's counts and CRIU's own
+// statistics (nullopt when CRIU left none).
+struct RoundStats {
+  PageDedupStats dedup;
+  std::optional<checkpoint::CriuDumpStats> criu;
+};
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU
 // writes every image but the lazy memory, which stays in the frozen source
@@ -66,10 +75,9 @@ class SourceSide {
   // Pure, as every call here: a wrapper side that forgot to forward it
   // would turn post-copy into a failure after the freeze.
   virtual std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) = 0;
-  // The last pre_dump's or dump's pages: how many the destination had
-  // already and were not sent again (for the report). Pure as well: a
-  // wrapper that forgot it would report every round as unfiltered.
-  virtual PageDedupStats last_round_dedup() const = 0;
+  // The last pre_dump's or dump's account, for the report. Pure as well:
+  // a wrapper that forgot it would report every round as unfiltered.
+  virtual RoundStats last_round() const = 0;
 };
 
 // A running page server for one round; wait() throws when it failed.

@@ -44,7 +44,7 @@ class VerbsSource : public SourceSide {
   std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) override {
     return inner_.lazy_dump(images_dir, std::move(page_fd));
   }
-  PageDedupStats last_round_dedup() const override { return inner_.last_round_dedup(); }
+  RoundStats last_round() const override { return inner_.last_round(); }
 
  private:
   std::string resume_qps() noexcept;  // "" or why not

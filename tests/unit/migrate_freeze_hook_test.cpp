@@ -19,7 +19,7 @@ struct MarkingSource : SourceSide {
   std::unique_ptr<crx::migrate::LazyDump> lazy_dump(const std::string&, crx::UniqueFd) override {
     throw crx::Error("no post-copy here");
   }
-  crx::migrate::PageDedupStats last_round_dedup() const override { return {}; }
+  crx::migrate::RoundStats last_round() const override { return {}; }
   std::string marker;
   int freezes = 0, dumps = 0, resumes = 0;
   void pre_dump(const std::string&, const std::string&, int) override {}

@@ -17,6 +17,7 @@
 #include "migrate/precopy.hpp"
 #include "migrate/receiver.hpp"
 #include "migrate/sender.hpp"
+#include "criu_stats_images.hpp"
 #include "migrate_test_wire.hpp"
 
 namespace {
@@ -172,12 +173,15 @@ struct FakeSource : SourceSide {
     crx::write_file(dir + "/inventory.img", "");
     return std::make_unique<FakeLazyDump>(std::move(fd), lazy_bytes, *events);
   }
-  // As CriuSource's page filter would say: from the second round on, 512
-  // pages were at the destination already.
-  PageDedupStats last_round_dedup() const override {
-    PageDedupStats d;
-    d.pages_unchanged = rounds > 1 ? 512 : 0;
-    return d;
+  // As CriuSource would say: from the second round on, 512 pages were at
+  // the destination already (the page filter); CRIU kept the container
+  // frozen 0.25 s per round (its stats-dump).
+  RoundStats last_round() const override {
+    RoundStats s;
+    s.dedup.pages_unchanged = rounds > 1 ? 512 : 0;
+    s.criu.emplace();
+    s.criu->frozen_seconds = 0.25;
+    return s;
   }
 };
 
@@ -265,6 +269,7 @@ struct FakeDestination : DestinationSide {
   std::string restored_core, parent_link;
   bool empty_inventory = false;
   std::string verbs_note;  // written as the verbs plugin's restore note
+  std::string criu_stats;  // written as CRIU's stats-restore in the work dir
   Events* events = nullptr;
   bool can_lazy = true;     // e.g. no userfaultfd here: false
   bool fail_lazy = false;   // the lazy phase breaks half-way
@@ -311,6 +316,10 @@ struct FakeDestination : DestinationSide {
     char buf[64] = {};
     if (::readlink((dir + "/parent").c_str(), buf, sizeof buf - 1) > 0) parent_link = buf;
     if (!verbs_note.empty()) crx::write_file(dir + "/crx-verbs-restore.json", verbs_note);
+    if (!criu_stats.empty()) {
+      crx::mkdir_p(work_dir, 0700);  // CriuPreparedRestore makes it
+      crx::write_file(work_dir + "/stats-restore", criu_stats);
+    }
     hold();  // throws when the sender does not commit: then nothing resumes
     ++resumed;
     if (events) events->add("destination resumed");
@@ -422,6 +431,10 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_NE(r.sender.to_text().find("2.0 MiB unchanged, not sent again"), std::string::npos)
       << r.sender.to_text();
   EXPECT_NE(r.sender.to_json().find("\"unchanged_page_bytes\":2097152"), std::string::npos);
+  // And CRIU's own account of each round.
+  ASSERT_TRUE(r.sender.rounds[3].criu);
+  EXPECT_DOUBLE_EQ(r.sender.rounds[3].criu->frozen_seconds, 0.25);
+  EXPECT_NE(r.sender.to_text().find("CRIU: frozen 0.250 s"), std::string::npos) << r.sender.to_text();
   // The final round's images arrived intact, with CRIU's parent link.
   EXPECT_EQ(h.dst.restored_core, "core of round 4");
   EXPECT_TRUE(h.dst.empty_inventory);
@@ -894,6 +907,32 @@ TEST(MigrateProtocol, DestinationVerbsTimesReachTheSendersReport) {
   EXPECT_NE(r.sender.to_json().find("\"recreate_ms\":12.5"), std::string::npos);
 }
 
+TEST(MigrateProtocol, CriusRestoreTimesReachBothReports) {
+  Harness h;
+  h.dst.criu_stats = crx::test::criu_restore_stats_image(250000, 1750000, 4096);
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(r.sender.error, "");
+  for (const auto* rep : {&r.sender, &r.receiver}) {
+    ASSERT_TRUE(rep->criu_restore) << rep->role;
+    EXPECT_DOUBLE_EQ(rep->criu_restore->restore_seconds, 1.75);
+    EXPECT_DOUBLE_EQ(rep->criu_restore->forking_seconds, 0.25);
+    EXPECT_EQ(rep->criu_restore->pages_restored, 4096u);
+    EXPECT_NE(rep->to_text().find("CRIU's restore: 1.750 s, forking 0.250 s, 4096 pages restored"),
+              std::string::npos) << rep->to_text();
+    EXPECT_NE(rep->to_json().find("\"criu_restore\":{\"forking_seconds\":0.25"), std::string::npos)
+        << rep->to_json();
+  }
+}
+
+TEST(MigrateProtocol, NoStatsRestoreNoCriuRestoreInTheReport) {
+  Harness h;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_FALSE(r.sender.criu_restore);
+  EXPECT_EQ(r.sender.to_json().find("criu_restore"), std::string::npos);
+}
+
 TEST(MigrateProtocol, CommitAckParsing) {
   using crx::migrate::CommitAck;
   using crx::migrate::parse_commit_ack;
@@ -905,6 +944,10 @@ TEST(MigrateProtocol, CommitAckParsing) {
   EXPECT_TRUE(a.verbs_resume.empty());
   // a note that is not JSON is left out rather than sent
   EXPECT_EQ(crx::migrate::to_json(CommitAck{"not json", ""}), "{}");
+  // CRIU's restore statistics ride along as an object of numbers
+  CommitAck c = parse_commit_ack(R"({"criu_restore":{"restore_seconds":1}})");
+  EXPECT_EQ(c.criu_restore, R"({"restore_seconds":1})");
+  EXPECT_THROW(crx::migrate::criu_restore_from_json(nlohmann::json::parse(c.criu_restore)), crx::Error);
   try {
     parse_commit_ack(R"({"verbs_restore":5})");
     FAIL() << "a note that is not an object must be refused";

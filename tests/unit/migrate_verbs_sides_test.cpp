@@ -66,7 +66,7 @@ struct FakeSource : SourceSide {
   std::unique_ptr<crx::migrate::LazyDump> lazy_dump(const std::string&, crx::UniqueFd) override {
     throw crx::Error("no post-copy here");
   }
-  crx::migrate::PageDedupStats last_round_dedup() const override { return {}; }
+  crx::migrate::RoundStats last_round() const override { return {}; }
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
   std::vector<std::string> parents;  // given to each pre-dump and dump, in order

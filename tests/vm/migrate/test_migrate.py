@@ -277,7 +277,19 @@ class MigrateTest(Receiving, Base):
         rounds = report["rounds"]
         self.assertTrue(rounds[-1]["final"] and not rounds[0]["final"], rounds)
         self.assertLess(rounds[-1]["page_bytes"], rounds[0]["page_bytes"], rounds)
+        # CRIU's own account of every round (stats-dump) and of the restore
+        # (stats-restore, from the destination): frozen in the final dump,
+        # pages scanned in every round, the task tree forked on restore.
+        for r in rounds:
+            self.assertGreater(r["criu"]["pages_scanned"], 0, r)
+        final_criu = rounds[-1]["criu"]
+        self.assertGreater(final_criu["frozen_seconds"], 0, final_criu)
+        self.assertLessEqual(final_criu["memdump_seconds"], final_criu["frozen_seconds"], final_criu)
+        self.assertGreater(report["criu_restore"]["forking_seconds"], 0, report["criu_restore"])
+        self.assertGreaterEqual(report["criu_restore"]["restore_seconds"],
+                                report["criu_restore"]["forking_seconds"], report["criu_restore"])
         print("sender report:", report_line(report), flush=True)
+        print("CRIU: final dump", final_criu, "restore", report["criu_restore"], flush=True)
         self.assertEqual(rrc, 0, rerr)
         # Exactly one copy: gone on g0, running on g1 under the same id.
         self.assertIsNone(self.state(tb, 0)[0])

@@ -30,7 +30,9 @@ struct StatsDeleter {
   void operator()(CrxCriuStats* m) const { crx_criu_stats__free_unpacked(m, nullptr); }
 };
 
-std::unique_ptr<CrxCriuStats, StatsDeleter> unpack(std::string_view image) {
+using Stats = std::unique_ptr<CrxCriuStats, StatsDeleter>;
+
+Stats unpack(std::string_view image) {
   if (image.size() < 12) bad(std::to_string(image.size()) + " bytes, shorter than its header");
   if (u32_at(image, 0) != kServiceMagic || u32_at(image, 4) != kStatsMagic) bad("wrong magic");
   uint32_t len = u32_at(image, 8);
@@ -38,7 +40,14 @@ std::unique_ptr<CrxCriuStats, StatsDeleter> unpack(std::string_view image) {
     bad("its entry says " + std::to_string(len) + " bytes, the file holds " + std::to_string(image.size() - 12));
   auto* m = crx_criu_stats__unpack(nullptr, len, reinterpret_cast<const uint8_t*>(image.data() + 12));
   if (!m) bad("the entry is not a stats message");
-  return std::unique_ptr<CrxCriuStats, StatsDeleter>(m);
+  return Stats(m);
+}
+
+// The dump or restore part of the message; an image without it is refused.
+template <class Part>
+const Part& part(const Stats& m, Part* CrxCriuStats::*member, const char* what) {
+  if (!(m.get()->*member)) bad(std::string("no ") + what + " statistics in it");
+  return *(m.get()->*member);
 }
 
 double seconds(uint32_t usec) { return usec / 1e6; }
@@ -58,28 +67,22 @@ std::optional<T> read_quietly(const std::string& path, F parse) {
 
 CriuDumpStats parse_criu_dump_stats(std::string_view image) {
   auto m = unpack(image);
-  if (!m->dump) bad("no dump statistics in it");
-  const CrxCriuDumpStats& d = *m->dump;
-  CriuDumpStats s;
-  s.freezing_seconds = seconds(d.freezing_time);
-  s.frozen_seconds = seconds(d.frozen_time);
-  s.memdump_seconds = seconds(d.memdump_time);
-  s.memwrite_seconds = seconds(d.memwrite_time);
-  s.pages_scanned = d.pages_scanned;
-  s.pages_skipped_parent = d.pages_skipped_parent;
-  s.pages_written = d.pages_written;
-  return s;
+  const CrxCriuDumpStats& d = part(m, &CrxCriuStats::dump, "dump");
+  return {.freezing_seconds = seconds(d.freezing_time),
+          .frozen_seconds = seconds(d.frozen_time),
+          .memdump_seconds = seconds(d.memdump_time),
+          .memwrite_seconds = seconds(d.memwrite_time),
+          .pages_scanned = d.pages_scanned,
+          .pages_skipped_parent = d.pages_skipped_parent,
+          .pages_written = d.pages_written};
 }
 
 CriuRestoreStats parse_criu_restore_stats(std::string_view image) {
   auto m = unpack(image);
-  if (!m->restore) bad("no restore statistics in it");
-  const CrxCriuRestoreStats& r = *m->restore;
-  CriuRestoreStats s;
-  s.forking_seconds = seconds(r.forking_time);
-  s.restore_seconds = seconds(r.restore_time);
-  s.pages_restored = r.pages_restored;
-  return s;
+  const CrxCriuRestoreStats& r = part(m, &CrxCriuStats::restore, "restore");
+  return {.forking_seconds = seconds(r.forking_time),
+          .restore_seconds = seconds(r.restore_time),
+          .pages_restored = r.pages_restored};
 }
 
 std::optional<CriuDumpStats> read_criu_dump_stats(const std::string& work_dir) {

@@ -18,7 +18,9 @@ namespace crx::checkpoint {
 struct CriuDumpStats {
   double freezing_seconds = 0;  // seizing and freezing the tasks
   double frozen_seconds = 0;    // from frozen until CRIU let them go (or left them frozen)
-  double memdump_seconds = 0;   // collecting the pages (parasite, into pipes)
+  // Collecting the pages (parasite, into pipes); in a dump this includes
+  // writing them, in a pre-dump the write follows the unfreeze.
+  double memdump_seconds = 0;
   double memwrite_seconds = 0;  // writing them out (images or page server)
   uint64_t pages_scanned = 0;
   uint64_t pages_skipped_parent = 0;  // unchanged since the parent round (soft-dirty)

@@ -197,7 +197,11 @@ std::string MigrationReport::to_text() const {
     if (r.unchanged_pages > 0)
       out += "; " + human_bytes(r.unchanged_pages * 4096) + " unchanged, not sent again";
     if (r.criu) {
-      std::snprintf(buf, sizeof buf, "; CRIU: frozen %.3f s, memory dump %.3f s, write %.3f s",
+      // A dump writes the pages while the tasks are frozen (CRIU times the
+      // write inside the memory dump); a pre-dump after it lets them go.
+      std::snprintf(buf, sizeof buf,
+                    r.final ? "; CRIU: frozen %.3f s, memory dump %.3f s (writing %.3f s of it)"
+                            : "; CRIU: frozen %.3f s, memory dump %.3f s, then writing %.3f s",
                     r.criu->frozen_seconds, r.criu->memdump_seconds, r.criu->memwrite_seconds);
       out += buf;
     }

@@ -69,13 +69,20 @@ DOWNTIME_GOAL = 0.3
 # registered, pinned memory that every migration's final round carries):
 # bundles/mpi/README.md, "Receive pools".
 UCX_LEAN = " -x UCX_RC_VERBS_RX_QUEUE_LEN=256 -x UCX_UD_VERBS_RX_QUEUE_LEN=256"
+# UCX's TCP transport resets a connection after ~18 s of silence (keepalive
+# idle 10 s, then 9 probes 2 s apart: bundles/mpi/README.md, "Timers"); the
+# runc way's rank is silent for its whole downtime, which on a loaded bed
+# has passed 18 s (2026-11-29: the job's final MPI_Reduce to rank 0 failed
+# with "Endpoint timeout"). Probes 10 s apart give the TCP jobs ~100 s, as
+# an operator who moves TCP ranks would set; the same for every TCP way.
+UCX_TCP = UCX_TCP_ENV + " -x UCX_TCP_KEEPINTVL=10s"
 WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
         ("rc+crx-frozen", UCX_ENV, "live-frozen"), ("rc+crx-aes", UCX_ENV, "live-aes"),
         ("rc+crx-resend", UCX_ENV, "live-resend"),
         ("rc-lean", UCX_ENV + UCX_LEAN, None), ("rc-lean+crx", UCX_ENV + UCX_LEAN, "live"),
-        ("tcp", UCX_TCP_ENV, None), ("tcp+crx", UCX_TCP_ENV, "live"),
-        ("tcp+crx-clear", UCX_TCP_ENV, "live-clear"),
-        ("tcp+runc-way", UCX_TCP_ENV, "checkpoint"))
+        ("tcp", UCX_TCP, None), ("tcp+crx", UCX_TCP, "live"),
+        ("tcp+crx-clear", UCX_TCP, "live-clear"),
+        ("tcp+runc-way", UCX_TCP, "checkpoint"))
 BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
@@ -180,6 +187,20 @@ def final_round_bytes(report):
     return rounds[-1].get("page_bytes", 0) if rounds and rounds[-1].get("final") else None
 
 
+def criu_times(report):
+    """CRIU's own account of a crx move (the report's `criu` of the final
+    round and `criu_restore`, runtime/migrate/README.md "CRIU's own
+    times"), or None (the runc way; a crx without it)."""
+    rounds = report.get("rounds") or []
+    final = rounds[-1].get("criu") if rounds and rounds[-1].get("final") else None
+    restore = report.get("criu_restore")
+    if not final or not restore:
+        return None
+    return {"frozen": final["frozen_seconds"], "memdump": final["memdump_seconds"],
+            "memwrite": final["memwrite_seconds"], "restore": restore["restore_seconds"],
+            "forking": restore["forking_seconds"]}
+
+
 def mean_sd(xs):
     xs = list(xs)
     return (statistics.mean(xs), statistics.stdev(xs) if len(xs) > 1 else 0.0)
@@ -209,10 +230,18 @@ def summarize(runs):
         if splits and all(splits):
             rows[way]["split"] = {k: statistics.mean(s[k] for s in splits)
                                   for k in ("before", "stall", "after", "timeline")}
+        criu = [criu_times(r["report"]) for r in rs]
+        if criu and all(criu):
+            rows[way]["criu"] = {k: statistics.mean(c[k] for c in criu) for k in criu[0]}
         finals = [final_round_bytes(r["report"]) for r in rs]
         if all(f is not None for f in finals):
             rows[way]["final_mb"] = statistics.mean(finals) / 1e6
     return rows
+
+
+def section(title, header, lines):
+    """A titled markdown table under the main one."""
+    return ["", title, "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + lines
 
 
 def table(rows):
@@ -241,17 +270,30 @@ def table(rows):
                            f"**{rows[way]['downtime'][0] / runc:.2f}** (goal <= {DOWNTIME_GOAL})")
     for way, r in rows.items():
         out.append(f"- {way}: job delay / downtime **{r['ratio'][0]:.2f}** (goal <= {DELAY_GOAL})")
+    criu = {w: r for w, r in rows.items() if "criu" in r}
+    if criu:
+        lines = []
+        for way, r in criu.items():
+            c, ph = r["criu"], r["phases"]
+            lines.append(f"| {way} | {ph['checkpoint+transfer']:.2f} s | {c['frozen']:.2f} s "
+                         f"| {c['memdump']:.2f} s | {c['memwrite']:.2f} s | {ph['restore']:.2f} s "
+                         f"| {c['restore']:.2f} s | {c['forking']:.2f} s |")
+        out += section("CRIU's own account of crx's frozen window (its stats-dump of the final "
+                       "round and stats-restore, means):",
+                       ["way", "checkpoint+transfer", "CRIU frozen", "of it the pages",
+                        "of those the write", "restore", "CRIU's restore", "of it forking"], lines)
     split = {w: r for w, r in rows.items() if "split" in r}
     if split:
-        out += ["", "Where the delay went (the last rank's timeline against the unmigrated "
-                "runs', means):", "",
-                "| way | job delay | in the timeline | before the stall | the stall | downtime "
-                "| stall - downtime | after the stall |", "|---|---|---|---|---|---|---|---|"]
+        lines = []
         for way, r in split.items():
             s, down = r["split"], r["downtime"][0]
-            out.append(f"| {way} | {r['delay'][0]:.1f} s | {s['timeline']:.1f} s "
-                       f"| {s['before']:.1f} s | {s['stall']:.1f} s | {down:.1f} s "
-                       f"| {s['stall'] - down:.1f} s | {s['after']:.1f} s |")
+            lines.append(f"| {way} | {r['delay'][0]:.1f} s | {s['timeline']:.1f} s "
+                         f"| {s['before']:.1f} s | {s['stall']:.1f} s | {down:.1f} s "
+                         f"| {s['stall'] - down:.1f} s | {s['after']:.1f} s |")
+        out += section("Where the delay went (the last rank's timeline against the unmigrated "
+                       "runs', means):",
+                       ["way", "job delay", "in the timeline", "before the stall", "the stall",
+                        "downtime", "stall - downtime", "after the stall"], lines)
     return "\n".join(out)
 
 

@@ -21,6 +21,7 @@ Usage: tests/bench/migrate/bench_migrate.py [--sizes 16,64,256] [--reps 2]
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -237,12 +238,75 @@ def criu_floor(tb):
                     "until [ \"$(cat /proc/$p/comm)\" = sleep ]; do sleep 0.05; done; "
                     "echo $p").strip()
     t0 = time.monotonic()
-    sh(tb, 0, f"criu dump -t {pid} -D {img} -o dump.log || {{ tail -5 {img}/dump.log; exit 1; }}")
+    dumped = sh(tb, 0, f"criu dump --display-stats -t {pid} -D {img} -o dump.log "
+                       f"|| {{ tail -5 {img}/dump.log; exit 1; }}")
     t1 = time.monotonic()
-    sh(tb, 0, f"criu restore -D {img} -o restore.log -d || {{ tail -5 {img}/restore.log; exit 1; }}")
+    restored = sh(tb, 0, f"criu restore --display-stats -D {img} -o restore.log -d "
+                         f"|| {{ tail -5 {img}/restore.log; exit 1; }}")
     t2 = time.monotonic()
     sh(tb, 0, f"pkill -KILL -f '^sleep 1000$'; rm -rf {img}")
-    return {"dump": t1 - t0, "restore": t2 - t1, "downtime": t2 - t0}
+    return {"dump": t1 - t0, "restore": t2 - t1, "downtime": t2 - t0,
+            "criu": criu_displayed_stats(dumped + restored)}
+
+
+def criu_displayed_stats(text):
+    """CRIU's own times from `--display-stats` ("Frozen time: 812345 us"),
+    in seconds: frozen, memdump, restore, forking (those it printed)."""
+    names = {"frozen": "Frozen time", "memdump": "Memory dump time",
+             "restore": "Restore time", "forking": "Forking time"}
+    out = {}
+    for key, label in names.items():
+        m = re.search(rf"^{label}: (\d+) us$", text, re.M)
+        if m:
+            out[key] = int(m.group(1)) / 1e6
+    return out
+
+
+def crx_criu_stats(rep):
+    """crx's report: CRIU's own times of the final dump and the restore
+    (runtime/migrate/README.md, "CRIU's own times"), or None."""
+    rounds = rep.get("rounds") or []
+    final = rounds[-1].get("criu") if rounds and rounds[-1].get("final") else None
+    restore = rep.get("criu_restore")
+    if not final or not restore:
+        return None
+    return {"frozen": final["frozen_seconds"], "memdump": final["memdump_seconds"],
+            "restore": restore["restore_seconds"], "forking": restore["forking_seconds"]}
+
+
+def print_criu_table(runs, sizes, floor_runs):
+    """crx's downtime beside CRIU's own account of it (medians), and the
+    bare floor's: what of the frozen window is CRIU's work, and how much
+    more a container's is than a sleep's. Nothing for runs before crx
+    reported CRIU's statistics."""
+    med = statistics.median
+    fl = [r["criu"] for r in floor_runs if r.get("criu", {}).get("frozen") is not None]
+    rows = []
+    if fl:
+        d = med(r["downtime"] for r in floor_runs)
+        rows.append(f"| - | bare CRIU floor | {d:.2f} s | {med(c['frozen'] for c in fl):.2f} s | "
+                    f"{med(c.get('memdump', 0) for c in fl):.2f} s | "
+                    f"{med(c.get('restore', 0) for c in fl):.2f} s | "
+                    f"{med(c.get('forking', 0) for c in fl):.3f} s |")
+    for mib in sizes:
+        for way in ("crx", "unprepared", "plaintext"):
+            cs = [c for c in (crx_criu_stats(r["report"]) for r in runs[way].get(mib, [])) if c]
+            if not cs:
+                continue
+            d = med(r["downtime"] for r in runs[way][mib])
+            rows.append(f"| {mib} MiB | {way} | {d:.2f} s | {med(c['frozen'] for c in cs):.2f} s | "
+                        f"{med(c['memdump'] for c in cs):.2f} s | "
+                        f"{med(c['restore'] for c in cs):.2f} s | "
+                        f"{med(c['forking'] for c in cs):.3f} s |")
+    if not rows:
+        return
+    print("CRIU's own account (its --display-stats for the floor, crx's report otherwise), "
+          "medians:\n")
+    print("| memory | way | downtime | CRIU frozen in the final dump | of it the pages | "
+          "CRIU's restore | of it forking |")
+    print("|---|---|---|---|---|---|---|")
+    print("\n".join(rows))
+    print()
 
 
 def phases(rep):
@@ -444,6 +508,8 @@ def report(runs):
         print(f"bare CRIU floor (dump + restore of a sleep, medians): {floor:.2f} s "
               f"(dump {med(r['dump'] for r in runs['floor']):.2f} s, restore "
               f"{med(r['restore'] for r in runs['floor']):.2f} s)")
+    print()
+    print_criu_table(runs, sizes, runs.get("floor") or [])
     for way in ("crx", "unprepared"):
         if floor is not None and runs[way].get(sizes[0]):
             d = med(r["downtime"] for r in runs[way][sizes[0]])

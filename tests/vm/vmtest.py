@@ -85,6 +85,22 @@ def report_line(report):
             + (f", {receiving} receive(s) in progress" if receiving else ""))
 
 
+def criu_times(report):
+    """CRIU's own account of a crx move, from its report (the final round's
+    `criu` and `criu_restore`: runtime/migrate/README.md, "CRIU's own
+    times"), in seconds: frozen, memdump (the pages, their write
+    included), memwrite, restore, forking. None for a report without it
+    (the runc way's, an older crx's)."""
+    rounds = report.get("rounds") or []
+    final = rounds[-1].get("criu") if rounds and rounds[-1].get("final") else None
+    restore = report.get("criu_restore")
+    if not final or not restore:
+        return None
+    return {"frozen": final["frozen_seconds"], "memdump": final["memdump_seconds"],
+            "memwrite": final["memwrite_seconds"], "restore": restore["restore_seconds"],
+            "forking": restore["forking_seconds"]}
+
+
 def boot_shared(n, prepare, **kw):
     """For setUpClass: boot n guests (Testbed(n, **kw)) that all cases of a
     class share and run prepare(tb); the test bed is closed again when that

@@ -31,6 +31,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "tests", "vm"))
 from testbed import Testbed  # noqa: E402
+from vmtest import criu_times  # noqa: E402
 
 KEY = "0123456789abcdef0123456789abcdef"
 PORT = 7070
@@ -262,18 +263,6 @@ def criu_displayed_stats(text):
     return out
 
 
-def crx_criu_stats(rep):
-    """crx's report: CRIU's own times of the final dump and the restore
-    (runtime/migrate/README.md, "CRIU's own times"), or None."""
-    rounds = rep.get("rounds") or []
-    final = rounds[-1].get("criu") if rounds and rounds[-1].get("final") else None
-    restore = rep.get("criu_restore")
-    if not final or not restore:
-        return None
-    return {"frozen": final["frozen_seconds"], "memdump": final["memdump_seconds"],
-            "restore": restore["restore_seconds"], "forking": restore["forking_seconds"]}
-
-
 def print_criu_table(runs, sizes, floor_runs):
     """crx's downtime beside CRIU's own account of it (medians), and the
     bare floor's: what of the frozen window is CRIU's work, and how much
@@ -290,7 +279,7 @@ def print_criu_table(runs, sizes, floor_runs):
                     f"{med(c.get('forking', 0) for c in fl):.3f} s |")
     for mib in sizes:
         for way in ("crx", "unprepared", "plaintext"):
-            cs = [c for c in (crx_criu_stats(r["report"]) for r in runs[way].get(mib, [])) if c]
+            cs = [c for c in (criu_times(r["report"]) for r in runs[way].get(mib, [])) if c]
             if not cs:
                 continue
             d = med(r["downtime"] for r in runs[way][mib])

@@ -59,6 +59,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "vm", "mpi"))
 from mpi_bed import UCX_ENV, UCX_TCP_ENV, MpiBed, host_reference, missing  # noqa: E402
+from vmtest import criu_times  # noqa: E402  (on the path since mpi_bed)
 
 JACOBI = ("--n 256 --iters 2500 --check 10 --progress 250 --bulk 524288 --bulk-every 100 "
           "--timeline 10")
@@ -185,20 +186,6 @@ def final_round_bytes(report):
     rounds: all it moves is in the window)."""
     rounds = report.get("rounds") or []
     return rounds[-1].get("page_bytes", 0) if rounds and rounds[-1].get("final") else None
-
-
-def criu_times(report):
-    """CRIU's own account of a crx move (the report's `criu` of the final
-    round and `criu_restore`, runtime/migrate/README.md "CRIU's own
-    times"), or None (the runc way; a crx without it)."""
-    rounds = report.get("rounds") or []
-    final = rounds[-1].get("criu") if rounds and rounds[-1].get("final") else None
-    restore = report.get("criu_restore")
-    if not final or not restore:
-        return None
-    return {"frozen": final["frozen_seconds"], "memdump": final["memdump_seconds"],
-            "memwrite": final["memwrite_seconds"], "restore": restore["restore_seconds"],
-            "forking": restore["forking_seconds"]}
 
 
 def mean_sd(xs):

@@ -200,19 +200,24 @@ class _TimedResult(unittest.TextTestResult):
     them, slowest first, at the end: the suite's time budget (tests/vm/
     README.md) is spent case by case."""
 
+    def __init__(self, *args, **kw):
+        super().__init__(*args, **kw)
+        self.took = []  # (seconds, test id) per case
+        self._started = 0.0
+
     def startTest(self, test):
         self._started = time.monotonic()
         super().startTest(test)
 
     def stopTest(self, test):
         took = time.monotonic() - self._started
-        self.took = getattr(self, "took", []) + [(took, test.id())]
+        self.took.append((took, test.id()))
         self.stream.writeln(f"    ({took:.1f} s)")
         super().stopTest(test)
 
     def printErrors(self):
         super().printErrors()
-        if len(getattr(self, "took", [])) > 1:
+        if len(self.took) > 1:
             self.stream.writeln("case times, slowest first:")
             for took, name in sorted(self.took, reverse=True):
                 self.stream.writeln(f"  {took:7.1f} s  {name.rsplit('.', 1)[-1]}")

@@ -1,0 +1,58 @@
+// The memory of a frozen container's tasks, as the page filter reads it
+// (page_dedup.hpp): the final dump of a container with verbs objects
+// takes CRIU's word that a page is unchanged since the pre-copy round only
+// after crx has read the page itself and compared its content.
+//
+// Why crx reads and not CRIU: CRIU decides "unchanged" from the soft-dirty
+// bit, which the NIC's writes into pinned memory never set, and which a
+// pre-dump clears on a pinned transparent huge page (runtime/migrate/README.md,
+// "Pinned memory and the final dump"). Reading the pages costs a copy and
+// a hash; CRIU dumping them all costs its parasite, a pipe and a socket
+// for every page, inside the frozen window.
+//
+// Tasks are named as CRIU names their page images: by their pid in the
+// container's pid namespace (the namespace of its init).
+#pragma once
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "common/unique_fd.hpp"
+
+namespace crx::migrate {
+
+class TaskMemory {
+ public:
+  virtual ~TaskMemory() = default;
+  // Reads len bytes at vaddr of task vpid into buf. False when the range is
+  // not all readable memory of the task (nothing there, a guard page):
+  // memory no device can have pinned. Throws Error for anything else (a
+  // task the container does not have, one that is gone).
+  virtual bool read(uint64_t vpid, uint64_t vaddr, void* buf, size_t len) = 0;
+};
+
+// Over /proc/<pid>/mem. The processes must stay put while it is used (the
+// container is frozen); each one's file is opened on its first read.
+class ProcTaskMemory : public TaskMemory {
+ public:
+  // pids: the container's processes (host pids, its cgroup's); init: its
+  // init, whose pid namespace CRIU's ids are in. Throws Error when a pid's
+  // status cannot be read.
+  ProcTaskMemory(const std::vector<pid_t>& pids, pid_t init);
+  bool read(uint64_t vpid, uint64_t vaddr, void* buf, size_t len) override;
+
+  size_t tasks() const { return host_pid_.size(); }
+
+ private:
+  std::unordered_map<uint64_t, pid_t> host_pid_;  // vpid -> host pid
+  std::unordered_map<uint64_t, UniqueFd> mem_;    // vpid -> its /proc/<pid>/mem
+};
+
+// The NSpid line of /proc/<pid>/status: the pid in each pid namespace the
+// process is in, outermost first. Throws Error when there is none.
+std::vector<pid_t> namespace_pids(pid_t pid);
+
+}  // namespace crx::migrate

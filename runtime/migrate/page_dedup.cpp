@@ -76,9 +76,9 @@ PageHeaderLayout page_header_layout(unsigned major, unsigned minor) {
 }
 
 PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
-                               bool criu_has_parent)
+                               bool criu_has_parent, TaskMemory* check_parent)
     : ledger_(ledger), network_(std::move(network)), layout_(layout),
-      criu_has_parent_(criu_has_parent) {
+      criu_has_parent_(criu_has_parent), check_parent_(check_parent) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
@@ -204,7 +204,14 @@ void PageDedupRelay::add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64
   const uint32_t op = cmd & kCmdMask;
   const uint32_t flags = op == kIovAddF ? cmd >> kCmdBits : op == kIovAdd ? kPresent : kParent;
   const bool task_pages = (dst_id & kTypeMask) == kTypePid;
+  // Task pages of the image open now, where the destination's round has a
+  // parent: the ones to compare with what that parent holds.
+  const bool comparable = task_pages && has_parent_ && dst_id == open_image_;
   if (!(flags & kPresent)) {
+    if (comparable && check_parent_ && (flags & kParent) && !(flags & ~(kParent | kLazy))) {
+      check_parent_pages(flags, nr_pages, vaddr, dst_id);
+      return;
+    }
     send_header(cmd, nr_pages, vaddr, dst_id);
     if (task_pages && (flags & kParent))
       for (uint64_t i = 0; i < nr_pages; i++) ledger_.carry(dst_id, vaddr + i * kPage);
@@ -217,29 +224,13 @@ void PageDedupRelay::add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64
   // count as plain ones, and a changed run keeps the flags CRIU gave it.
   // Flags beyond those, and shared memory, pass through as they came.
   const bool record = task_pages && (flags & ~kLazy) == kPresent;
-  const bool rewrite = record && has_parent_ && dst_id == open_image_;
-  if (!rewrite) send_header(cmd, nr_pages, vaddr, dst_id);
+  const bool rewrite = record && comparable;
+  if (rewrite)
+    begin_run(dst_id, vaddr, flags);
+  else
+    send_header(cmd, nr_pages, vaddr, dst_id);
 
   std::vector<char> chunk(kChunkPages * kPage);
-  // The run being built (rewrite only): pages of one kind from run_start.
-  bool run_same = false;
-  uint64_t run_start = vaddr, run_pages = 0;
-  std::string run_data;
-  auto emit_run = [&] {
-    if (run_pages == 0) return;
-    if (run_same) {
-      send_header(kIovAddF | (kParent << kCmdBits), run_pages, run_start, dst_id);
-      stats_.pages_unchanged += run_pages;
-    } else {
-      send_header(kIovAddF | (flags << kCmdBits), run_pages, run_start, dst_id);
-      out_ += run_data;
-      run_data.clear();
-    }
-    run_start += run_pages * kPage;
-    run_pages = 0;
-    if (out_.size() >= kFlushAt) flush();
-  };
-
   for (uint64_t done = 0; done < nr_pages;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkPages, nr_pages - done));
     read_exact(local_.get(), chunk.data(), n * kPage, "reading CRIU's pages");
@@ -256,14 +247,71 @@ void PageDedupRelay::add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64
     for (size_t i = 0; i < n; i++) {
       const char* page = &chunk[i * kPage];
       const bool same = ledger_.unchanged(dst_id, vaddr + (done + i) * kPage, hash_page(page, kPage));
-      if (run_pages > 0 && (same != run_same || (!same && run_pages == kMaxRunPages))) emit_run();
-      run_same = same;
-      run_pages++;
-      if (!same) run_data.append(page, kPage);
+      if (same) stats_.pages_unchanged++;
+      run_page(same, page);
     }
     done += n;
   }
-  if (rewrite) emit_run();
+  if (rewrite) end_run();
+}
+
+// CRIU found these pages unchanged since its parent (soft-dirty bit
+// clear). They are read from the frozen task and compared like pages with
+// data; a page the task cannot read is no memory a device can have pinned,
+// and CRIU's word stands for it.
+void PageDedupRelay::check_parent_pages(uint32_t flags, uint64_t nr_pages, uint64_t vaddr,
+                                        uint64_t dst_id) {
+  const uint64_t task = dst_id >> 8;
+  begin_run(dst_id, vaddr, kPresent | (flags & kLazy));
+  std::vector<char> chunk(kChunkPages * kPage);
+  for (uint64_t done = 0; done < nr_pages;) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkPages, nr_pages - done));
+    const uint64_t at = vaddr + done * kPage;
+    const bool whole = check_parent_->read(task, at, chunk.data(), n * kPage);
+    for (size_t i = 0; i < n; i++) {
+      const uint64_t addr = at + i * kPage;
+      char* page = &chunk[i * kPage];
+      bool same;
+      if (whole || check_parent_->read(task, addr, page, kPage)) {
+        stats_.parent_pages_checked++;
+        same = ledger_.unchanged(dst_id, addr, hash_page(page, kPage));
+        if (!same) stats_.parent_pages_changed++;
+      } else {
+        ledger_.carry(dst_id, addr);
+        same = true;
+      }
+      run_page(same, page);
+    }
+    done += n;
+  }
+  end_run();
+}
+
+void PageDedupRelay::begin_run(uint64_t dst_id, uint64_t vaddr, uint32_t data_flags) {
+  run_ = Run{dst_id, vaddr, 0, data_flags, false, {}};
+}
+
+void PageDedupRelay::run_page(bool unchanged, const char* page) {
+  if (run_.pages > 0 &&
+      (unchanged != run_.unchanged || (!unchanged && run_.pages == kMaxRunPages)))
+    end_run();
+  run_.unchanged = unchanged;
+  run_.pages++;
+  if (!unchanged) run_.data.append(page, kPage);
+}
+
+void PageDedupRelay::end_run() {
+  if (run_.pages == 0) return;
+  if (run_.unchanged) {
+    send_header(kIovAddF | (kParent << kCmdBits), run_.pages, run_.start, run_.dst_id);
+  } else {
+    send_header(kIovAddF | (run_.data_flags << kCmdBits), run_.pages, run_.start, run_.dst_id);
+    out_ += run_.data;
+    run_.data.clear();
+  }
+  run_.start += run_.pages * kPage;
+  run_.pages = 0;
+  if (out_.size() >= kFlushAt) flush();
 }
 
 void PageDedupRelay::send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id) {

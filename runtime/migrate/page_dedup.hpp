@@ -12,6 +12,12 @@
 // puts every registered page into every round, the frozen final round
 // included; most of them have not changed since the pre-copy round.
 //
+// The other way round, for the final dump of a container with verbs
+// objects: CRIU's own "in parent" records are not trusted there (the NIC's
+// writes set no soft-dirty bit, task_memory.hpp), so the relay reads those
+// pages from the frozen task, compares them the same way, and sends the
+// ones whose content changed with their data.
+//
 // The protocol is CRIU's (criu/page-xfer.c): a header per command, `u32
 // cmd` (command | flags << 16), `nr_pages`, `u64 vaddr`, `u64 dst_id`,
 // then nr_pages * 4096 bytes for data records. nr_pages is u32 up to CRIU
@@ -34,6 +40,7 @@
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/page_ledger.hpp"
+#include "migrate/task_memory.hpp"
 
 namespace crx::migrate {
 
@@ -52,8 +59,11 @@ class PageDedupRelay {
   // to rule out pid reuse and fails without it (criu/mem.c,
   // detect_pid_reuse). The relay still leaves out unchanged pages where the
   // destination has a parent.
+  // check_parent: the tasks' memory, when CRIU's "in parent" records for
+  // task pages are to be checked against their content (above); it
+  // outlives the relay. nullptr: CRIU's word stands.
   PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
-                 bool criu_has_parent = true);
+                 bool criu_has_parent = true, TaskMemory* check_parent = nullptr);
   ~PageDedupRelay();
   PageDedupRelay(const PageDedupRelay&) = delete;
   PageDedupRelay& operator=(const PageDedupRelay&) = delete;
@@ -70,6 +80,12 @@ class PageDedupRelay {
   void run();
   void relay();
   void add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id);
+  void check_parent_pages(uint32_t flags, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id);
+  // Consecutive pages of one kind become one record: unchanged ones "in
+  // parent", changed ones with their data (at most kMaxRunPages a record).
+  void begin_run(uint64_t dst_id, uint64_t vaddr, uint32_t data_flags);
+  void run_page(bool unchanged, const char* page);
+  void end_run();
   void send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id);
   int32_t pass_answer(size_t len);  // the answer as CRIU's int32 (len 4)
   void flush();
@@ -78,6 +94,13 @@ class PageDedupRelay {
   UniqueFd network_, local_, criu_;
   PageHeaderLayout layout_;
   bool criu_has_parent_;
+  TaskMemory* check_parent_;
+  struct Run {
+    uint64_t dst_id = 0, start = 0, pages = 0;
+    uint32_t data_flags = 0;
+    bool unchanged = false;
+    std::string data;
+  } run_;
   std::string out_;          // bytes for the network, flushed before an answer
   bool has_parent_ = false;  // of the pagemap image open now
   uint64_t open_image_ = 0;

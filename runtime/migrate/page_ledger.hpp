@@ -39,6 +39,11 @@ struct PageDedupStats {
   uint64_t pages_in = 0;         // pages CRIU sent with data
   uint64_t pages_unchanged = 0;  // of them, sent as "in parent"
   uint64_t bytes_out = 0;        // what went onto the network
+  // Pages CRIU sent as "in parent" that the relay read and compared
+  // (page_dedup.hpp, check_parent), and of them, those whose content had
+  // changed: sent with their data.
+  uint64_t parent_pages_checked = 0;
+  uint64_t parent_pages_changed = 0;
 };
 
 class PageLedger {

@@ -13,10 +13,13 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/page_ledger.hpp"
+#include "migrate/task_memory.hpp"
 
 namespace crx::migrate {
 // How gtest (and the ctest names made from it) shows a layout.
@@ -32,6 +35,7 @@ using crx::migrate::PageDedupRelay;
 using crx::migrate::PageDedupStats;
 using crx::migrate::PageHeaderLayout;
 using crx::migrate::PageLedger;
+using crx::migrate::TaskMemory;
 
 constexpr uint32_t kOpen2 = 4, kParentQuery = 5, kAddF = 6, kClose = 0x1023, kForceClose = 0x1024;
 constexpr uint32_t kParent = 1, kLazy = 2, kPresent = 4;
@@ -195,16 +199,33 @@ struct CriuWrites {
   }
 };
 
+// The frozen tasks' memory: page by page, the rest unreadable.
+struct FakeTaskMemory : TaskMemory {
+  std::map<uint64_t, std::map<uint64_t, std::string>> pages;  // vpid -> vaddr -> page
+  int reads = 0;
+  bool read(uint64_t vpid, uint64_t vaddr, void* buf, size_t len) override {
+    reads++;
+    auto task = pages.find(vpid);
+    if (task == pages.end()) throw crx::Error("no task " + std::to_string(vpid), crx::Cause::NotFound);
+    for (size_t off = 0; off < len; off += kPage) {
+      auto p = task->second.find(vaddr + off);
+      if (p == task->second.end()) return false;
+      std::memcpy(static_cast<char*>(buf) + off, p->second.data(), kPage);
+    }
+    return true;
+  }
+};
+
 Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
                 int server_fails_after = -1, int32_t status_at_close = 0,
-                bool criu_has_parent = true) {
+                bool criu_has_parent = true, TaskMemory* memory = nullptr) {
   int net[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
   FakePageServer server{w.layout, has_parent, server_fails_after, status_at_close};
   server.start(UniqueFd(net[1]));
   Round r;
   {
-    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent);
+    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent, memory);
     // CRIU: writes its stream, reading each answer where it waits for one.
     std::thread criu([&, fd = relay.criu_end()] {
       size_t off = 0;
@@ -327,6 +348,87 @@ TEST_P(PageDedupTest, CriuWithAParentHearsThePageServersAnswer) {
   auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
   ASSERT_FALSE(r.answers_to_criu.empty());
   EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\1'));
+}
+
+// The final dump of a container with verbs objects (ParentPages::Check):
+// CRIU calls all four pages unchanged (their soft-dirty bits were cleared
+// by the pre-dump), but the NIC wrote two of them since.
+TEST_P(PageDedupTest, CheckedParentPagesThatChangedAreSentWithData) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b') + page('c') + page('d')).close(),
+            false);
+  FakeTaskMemory memory;
+  for (int i = 0; i < 4; i++) memory.pages[7][kBase + i * kPage] = page("aBcD"[i]);
+  auto r = run_round(ledger, criu().open2(kTask).add(kParent, 0, "", kTask, 4).close(), true, -1, 0,
+                     true, &memory);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(1, page('B')),
+                                                   in_parent(2, 1), present(3, page('D'))}));
+  EXPECT_EQ(r.stats.parent_pages_checked, 4u);
+  EXPECT_EQ(r.stats.parent_pages_changed, 2u);
+  EXPECT_EQ(r.stats.pages_in, 0u);  // none came from CRIU with data
+  // The ledger holds what the destination has now: the same content
+  // dumped again goes as "in parent".
+  r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('B') + page('c') + page('D')).close(),
+                true);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{in_parent(0, 4)});
+}
+
+// Without the check, CRIU's word stands and nothing is read.
+TEST_P(PageDedupTest, UncheckedParentPagesPassAsCriuSentThem) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(kParent, 0, "", kTask, 1).close(), true);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{in_parent(0, 1)});
+  EXPECT_EQ(r.stats.parent_pages_checked, 0u);
+}
+
+// A page the task cannot read (no memory there, a guard page) is nothing
+// a device has pinned: it stays in the parent, as CRIU said.
+TEST_P(PageDedupTest, AnUnreadableParentPageStaysInTheParent) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b') + page('c')).close(), false);
+  FakeTaskMemory memory;
+  memory.pages[7][kBase] = page('a');
+  memory.pages[7][kBase + 2 * kPage] = page('C');
+  auto r = run_round(ledger, criu().open2(kTask).add(kParent, 0, "", kTask, 3).close(), true, -1, 0,
+                     true, &memory);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 2), present(2, page('C'))}));
+  EXPECT_EQ(r.stats.parent_pages_checked, 2u);
+  EXPECT_EQ(r.stats.parent_pages_changed, 1u);
+}
+
+// A parent page the destination never got from this migration (the ledger
+// does not know it) is sent: "in parent" is only ever crx's own claim.
+TEST_P(PageDedupTest, ACheckedPageTheLedgerDoesNotKnowIsSent) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  FakeTaskMemory memory;
+  memory.pages[7][kBase] = page('a');
+  memory.pages[7][kBase + kPage] = page('b');
+  auto r = run_round(ledger, criu().open2(kTask).add(kParent, 0, "", kTask, 2).close(), true, -1, 0,
+                     true, &memory);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(1, page('b'))}));
+}
+
+// CRIU's lazy mark on a parent record stays on the pages sent with data.
+TEST_P(PageDedupTest, ACheckedLazyParentRecordKeepsItsMark) {
+  run_round(ledger, criu().open2(kTask).add(kPresent | kLazy, 0, page('a')).close(), false);
+  FakeTaskMemory memory;
+  memory.pages[7][kBase] = page('A');
+  auto r = run_round(ledger, criu().open2(kTask).add(kParent | kLazy, 0, "", kTask, 1).close(), true,
+                     -1, 0, true, &memory);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{{kPresent | kLazy, kBase, 1, kTask, page('A')}}));
+}
+
+// A task the container does not have fails the round, with its cause.
+TEST_P(PageDedupTest, ACheckOfATaskTheContainerDoesNotHaveFailsTheRound) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  FakeTaskMemory memory;
+  memory.pages[8][kBase] = page('a');
+  try {
+    run_round(ledger, criu().open2(kTask).add(kParent, 0, "", kTask, 1).close(), true, -1, 0, true,
+              &memory);
+    FAIL() << "the round passed";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(e.cause(), crx::Cause::NotFound) << e.what();
+  }
+  EXPECT_EQ(ledger.known_pages(), 1u);  // round 1's, untouched
 }
 
 TEST_P(PageDedupTest, SharedMemoryPassesThrough) {

@@ -1,5 +1,7 @@
 #include "migrate/criu_sides.hpp"
 
+#include "migrate/task_memory.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -33,6 +35,7 @@
 #include "migrate/page_relay.hpp"
 #include "migrate/ram_dir.hpp"
 #include "migrate/rootfs_stream.hpp"
+#include "migrate/task_memory.hpp"
 #include "migrate/tcp_hush.hpp"
 #include "state/store.hpp"
 
@@ -202,8 +205,12 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
 
 void CriuSource::run_dump(
     void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
-    const std::string& images_dir, const std::string& parent, int page_fd, const char* log,
-    bool final_dump) {
+    const std::string& images_dir, std::string parent, int page_fd, const char* log,
+    bool final_dump, ParentPages parent_pages) {
+  // Checking CRIU's parent pages is the page filter's work: without it, the
+  // dump takes no parent and CRIU sends every page.
+  const bool check_parent = parent_pages == ParentPages::Check && !parent.empty();
+  if (check_parent && !page_dedup_) parent.clear();
   const std::string work_dir = images_dir + ".work";  // CRIU's logs and stats-dump
   UniqueFd images = open_dir(images_dir);
   UniqueFd work = open_dir(work_dir);
@@ -225,10 +232,15 @@ void CriuSource::run_dump(
   // the channel, the caller keeps its own.
   last_round_ = {};
   std::optional<PageDedupRelay> dedup;
+  std::optional<ProcTaskMemory> memory;
   if (page_dedup_) {
+    // The container is frozen (check_parent is for the final dump only):
+    // its processes stay what they are now.
+    if (check_parent) memory.emplace(container_pids(), src_.pid);
     int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) throw_errno("duplicating the page channel");
-    dedup.emplace(ledger_, UniqueFd(copy), page_layout_, !parent.empty());
+    dedup.emplace(ledger_, UniqueFd(copy), page_layout_, !parent.empty(),
+                  memory ? &*memory : nullptr);
     page_fd = dedup->criu_end();
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
@@ -237,10 +249,19 @@ void CriuSource::run_dump(
   last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);
 }
 
+std::vector<pid_t> CriuSource::container_pids() const {
+  const auto& cg = src_.state.cgroup;
+  if (cg.is_null() || cg.empty())
+    throw Error("container " + id_ + " has no cgroup on record: its processes cannot be listed",
+                Cause::NotFound);
+  return cgroup::Cgroup::load(cg).pids();
+}
+
 void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {
   // A pre-dump must not leave the container frozen: CRIU restores the
   // freezer state it found, which is "running" here.
-  run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log", false);
+  run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log", false,
+           ParentPages::Trust);
 }
 
 void CriuSource::freeze() {
@@ -251,13 +272,14 @@ void CriuSource::freeze() {
   checkpoint::check_container_unix_sockets(src_.state, src_.base.ext_unix_sk);
 }
 
-void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd) {
+void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd,
+                      ParentPages parent_pages) {
   // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
   // puts it back to frozen after the dump instead of letting it run.
   // What CRIU does not carry goes with the images (streamed like them).
   checkpoint::write_carried_state(images_dir,
                                   checkpoint::carried_state_of(src_.state, src_.paused));
-  run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true);
+  run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true, parent_pages);
 }
 
 std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {

@@ -26,7 +26,8 @@ class CriuSource : public SourceSide {
              bool kill_exec = false);
   void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
   void freeze() override;
-  void dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
+  void dump(const std::string& images_dir, const std::string& parent, int page_fd,
+            ParentPages parent_pages) override;
   void resume() override;
   void destroy() override;
   // CRIU's lazy dump in a thread of its own (criu_dump returns only once
@@ -47,8 +48,10 @@ class CriuSource : public SourceSide {
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
   // sibling as work dir, pages to page_fd.
   void run_dump(void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
-                const std::string& images_dir, const std::string& parent, int page_fd, const char* log,
-                bool final_dump);
+                const std::string& images_dir, std::string parent, int page_fd, const char* log,
+                bool final_dump, ParentPages parent_pages);
+  // The processes in the container's cgroup (host pids).
+  std::vector<pid_t> container_pids() const;
   container::GlobalOptions g_;
   std::string id_;
   bool tcp_established_ = false;

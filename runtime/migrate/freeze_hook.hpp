@@ -34,8 +34,9 @@ class FreezeHookSource : public SourceSide {
     inner_.pre_dump(images_dir, parent, page_fd);
   }
   void freeze() override;
-  void dump(const std::string& images_dir, const std::string& parent, int page_fd) override {
-    inner_.dump(images_dir, parent, page_fd);
+  void dump(const std::string& images_dir, const std::string& parent, int page_fd,
+            ParentPages parent_pages) override {
+    inner_.dump(images_dir, parent, page_fd, parent_pages);
   }
   void resume() override { inner_.resume(); }
   void destroy() override { inner_.destroy(); }

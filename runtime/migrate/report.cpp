@@ -196,6 +196,9 @@ std::string MigrationReport::to_text() const {
     out += buf + round_rates_text(r);
     if (r.unchanged_pages > 0)
       out += "; " + human_bytes(r.unchanged_pages * 4096) + " unchanged, not sent again";
+    if (r.parent_pages_checked > 0)
+      out += "; " + human_bytes(r.parent_pages_checked * 4096) + " CRIU took from the parent checked, " +
+             human_bytes(r.parent_pages_changed * 4096) + " of it changed and sent";
     if (r.criu) {
       // A dump writes the pages while the tasks are frozen (CRIU times the
       // write inside the memory dump); a pre-dump after it lets them go.
@@ -284,6 +287,10 @@ std::string MigrationReport::to_json() const {
                          {"image_bytes", r.image_bytes},
                          {"seconds", r.seconds}};
     if (r.unchanged_pages > 0) jr["unchanged_page_bytes"] = r.unchanged_pages * 4096;
+    if (r.parent_pages_checked > 0) {
+      jr["parent_checked_bytes"] = r.parent_pages_checked * 4096;
+      jr["parent_changed_bytes"] = r.parent_pages_changed * 4096;
+    }
     if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
     if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;
     if (r.dirty_rate > 0) jr["dirty_bytes_per_second"] = r.dirty_rate;

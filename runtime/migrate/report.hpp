@@ -41,6 +41,11 @@ struct RoundReport {
   // Pages CRIU dumped that the destination held unchanged, so not sent
   // (page_dedup.hpp); bytes = pages * 4096.
   uint64_t unchanged_pages = 0;
+  // Final dump with ParentPages::Check (sides.hpp): pages CRIU took from
+  // the parent that crx read and compared, and of them, the changed ones
+  // it sent (the NIC's writes CRIU cannot see).
+  uint64_t parent_pages_checked = 0;
+  uint64_t parent_pages_changed = 0;
   // CRIU's own account of the round (its stats-dump): how long it kept the
   // container frozen, and of that the memory dump and write.
   std::optional<checkpoint::CriuDumpStats> criu;

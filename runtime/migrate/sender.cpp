@@ -279,7 +279,7 @@ class Sender {
       lazy_->wait_images(o_.restore_timeout);
       rep_.verbs = VerbsReport::read(dir);
     } else if (final) {
-      src_.dump(dir, start.parent, page_fd.get());
+      src_.dump(dir, start.parent, page_fd.get(), ParentPages::Trust);
       rep_.verbs = VerbsReport::read(dir);  // the verbs plugin's crx-verbs-dump.json
     } else {
       src_.pre_dump(dir, start.parent, page_fd.get());
@@ -287,6 +287,8 @@ class Sender {
     if (!lazy) {
       RoundStats stats = src_.last_round();
       r.unchanged_pages = stats.dedup.pages_unchanged;
+      r.parent_pages_checked = stats.dedup.parent_pages_checked;
+      r.parent_pages_changed = stats.dedup.parent_pages_changed;
       r.criu = stats.criu;
     }
     double criu_s = seconds_since(c0);

@@ -53,6 +53,16 @@ class LazyPages {
   virtual LazyStats wait(std::chrono::milliseconds timeout) = 0;
 };
 
+// How the final dump takes the pages CRIU finds unchanged since the
+// previous round (their soft-dirty bit clear).
+enum class ParentPages {
+  Trust,  // from the parent, as CRIU says
+  // Read from the frozen tasks and compared with what the destination
+  // holds; changed ones are sent (verbs: the NIC's writes set no bit,
+  // task_memory.hpp). Without the page filter, the dump takes no parent.
+  Check,
+};
+
 // The source container. Calls come in this order: pre_dump* freeze dump,
 // then exactly one of destroy (destination confirmed) or resume (anything
 // failed) — resume may also come without freeze/dump.
@@ -65,7 +75,10 @@ class SourceSide {
   // Freezes the container (cgroup freezer): downtime starts.
   virtual void freeze() = 0;
   // The final dump; the container is left frozen, not killed.
-  virtual void dump(const std::string& images_dir, const std::string& parent, int page_fd) = 0;
+  // parent_pages: whether CRIU's "unchanged since the parent" holds for
+  // every page (ParentPages below).
+  virtual void dump(const std::string& images_dir, const std::string& parent, int page_fd,
+                    ParentPages parent_pages) = 0;
   // Rollback: the container runs on where it was.
   virtual void resume() = 0;
   // Commit: the destination runs the container; remove the source copy.

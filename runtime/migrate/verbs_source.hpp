@@ -7,13 +7,14 @@
 // QPs end with the source's processes.
 //
 // The final dump of a container that has had verbs objects does not trust
-// the soft-dirty bits of the pre-copy rounds: CRIU gets no parent and dumps
-// every page, and the page filter (page_dedup.hpp) still sends only those
-// whose content changed. The NIC's writes into pinned memory never set the
-// bit, and the kernel keeps a pinned page's bit set only where a PTE maps
-// it: a pre-dump clears the bit of a pinned transparent huge page
-// (clear_soft_dirty_pmd() has no pinned check), so the final dump would
-// leave out what the NIC wrote there since (runtime/migrate/README.md).
+// the soft-dirty bits of the pre-copy rounds (ParentPages::Check): the
+// pages CRIU finds unchanged are read from the frozen tasks by the page
+// filter (page_dedup.hpp), which sends those whose content changed. The
+// NIC's writes into pinned memory never set the bit, and the kernel keeps
+// a pinned page's bit set only where a PTE maps it: a pre-dump clears the
+// bit of a pinned transparent huge page (clear_soft_dirty_pmd() has no
+// pinned check), so CRIU alone would leave out what the NIC wrote there
+// since (runtime/migrate/README.md).
 #pragma once
 #include <string>
 
@@ -33,9 +34,10 @@ class VerbsSource : public SourceSide {
   // no receives, and its partners' RNR retries must not run out meanwhile.
   // A failure rolls back (resume() resumes the QPs stopped so far).
   void freeze() override;
-  // Without the parent once verbs objects were seen (above).
-  void dump(const std::string& images_dir, const std::string& parent, int page_fd) override {
-    inner_.dump(images_dir, verbs_seen_ ? std::string() : parent, page_fd);
+  // Checks the parent's pages once verbs objects were seen (above).
+  void dump(const std::string& images_dir, const std::string& parent, int page_fd,
+            ParentPages parent_pages) override {
+    inner_.dump(images_dir, parent, page_fd, verbs_seen_ ? ParentPages::Check : parent_pages);
   }
   // Resumes the stopped QPs, then the container (also when the first
   // fails); throws afterwards if either failed.

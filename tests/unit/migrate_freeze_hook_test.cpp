@@ -27,7 +27,11 @@ struct MarkingSource : SourceSide {
     ++freezes;
     crx::write_file(marker, "frozen");
   }
-  void dump(const std::string&, const std::string&, int) override { ++dumps; }
+  ParentPages parent_pages = ParentPages::Trust;
+  void dump(const std::string&, const std::string&, int, ParentPages p) override {
+    ++dumps;
+    parent_pages = p;
+  }
   void resume() override { ++resumes; }
   void destroy() override {}
 };
@@ -50,8 +54,9 @@ TEST_F(HookTest, RunsAfterTheFreezeWithTheContainersId) {
   s.freeze();
   EXPECT_EQ(inner.freezes, 1);
   EXPECT_EQ(crx::read_file(dir + "/seen"), "c1\n");
-  s.dump("", "", -1);
+  s.dump("", "", -1, ParentPages::Check);
   EXPECT_EQ(inner.dumps, 1) << "the other calls go to the inner side";
+  EXPECT_EQ(inner.parent_pages, ParentPages::Check) << "with what they were given";
 }
 
 TEST_F(HookTest, ANonZeroExitFailsTheFreezeNamingTheCommand) {

@@ -152,7 +152,7 @@ struct FakeSource : SourceSide {
     if (refuse_when_frozen)
       throw crx::Error("container c1 has 1 process outside its init's process tree");
   }
-  void dump(const std::string& dir, const std::string& parent, int fd) override {
+  void dump(const std::string& dir, const std::string& parent, int fd, ParentPages) override {
     ++dumps;
     if (fail_dump) throw crx::Error("criu dump failed: Error (criu/cr-dump.c:1): boom");
     write_round(dir, parent, fd);
@@ -179,6 +179,11 @@ struct FakeSource : SourceSide {
   RoundStats last_round() const override {
     RoundStats s;
     s.dedup.pages_unchanged = rounds > 1 ? 512 : 0;
+    // A final dump that checked CRIU's parent pages (ParentPages::Check).
+    if (dumps > 0) {
+      s.dedup.parent_pages_checked = 1024;
+      s.dedup.parent_pages_changed = 256;
+    }
     s.criu.emplace();
     s.criu->frozen_seconds = 0.25;
     return s;
@@ -431,6 +436,15 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_NE(r.sender.to_text().find("2.0 MiB unchanged, not sent again"), std::string::npos)
       << r.sender.to_text();
   EXPECT_NE(r.sender.to_json().find("\"unchanged_page_bytes\":2097152"), std::string::npos);
+  // And the final dump's check of CRIU's parent pages (pre-dumps have none).
+  EXPECT_EQ(r.sender.rounds[0].parent_pages_checked, 0u);
+  EXPECT_EQ(r.sender.rounds[3].parent_pages_checked, 1024u);
+  EXPECT_EQ(r.sender.rounds[3].parent_pages_changed, 256u);
+  EXPECT_NE(r.sender.to_text().find("4.0 MiB CRIU took from the parent checked, 1.0 MiB of it changed"),
+            std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"parent_checked_bytes\":4194304"), std::string::npos);
+  EXPECT_NE(r.sender.to_json().find("\"parent_changed_bytes\":1048576"), std::string::npos);
   // And CRIU's own account of each round.
   ASSERT_TRUE(r.sender.rounds[3].criu);
   EXPECT_DOUBLE_EQ(r.sender.rounds[3].criu->frozen_seconds, 0.25);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <future>
+#include <optional>
 #include <thread>
 
 #include "common/error.hpp"
@@ -70,6 +71,7 @@ struct FakeSource : SourceSide {
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
   std::vector<std::string> parents;  // given to each pre-dump and dump, in order
+  std::optional<ParentPages> final_pages;  // given to the dump
   explicit FakeSource(Calls& c) : calls(c) {}
   void pre_dump(const std::string& dir, const std::string& parent, int fd) override {
     parents.push_back(parent);
@@ -79,8 +81,10 @@ struct FakeSource : SourceSide {
     (void)!::write(fd, "pages", 5);
   }
   void freeze() override { calls.add("freeze"); }
-  void dump(const std::string& dir, const std::string& parent, int fd) override {
+  void dump(const std::string& dir, const std::string& parent, int fd,
+            ParentPages pages) override {
     parents.push_back(parent);
+    final_pages = pages;
     calls.add("dump");
     if (fail_dump) throw Error("criu dump failed");
     write_file(dir + "/core-1.img", "x");
@@ -301,29 +305,31 @@ TEST(MigrateVerbs, PreDumpRoundsKeepSourceQpsRunning) {
 }
 
 // A pre-dump clears the soft-dirty bits of pinned huge pages, and the NIC
-// never sets them: the final dump of a container with verbs objects must
-// not lean on the rounds before (CRIU gets no parent; the page filter
-// still leaves out unchanged pages).
-TEST(MigrateVerbs, FinalDumpWithVerbsTakesNoParent) {
+// never sets them: the final dump of a container with verbs objects keeps
+// its parent but has the pages CRIU finds unchanged checked by content
+// (ParentPages::Check; the page filter reads them, page_dedup.hpp).
+TEST(MigrateVerbs, FinalDumpWithVerbsChecksItsParentsPages) {
   Harness h;
   h.pre_copy = 2;
   h.run();
   ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
   ASSERT_EQ(h.src.parents.size(), 3u);
-  EXPECT_EQ(h.src.parents[1], "../1");  // pre-dumps still chain
-  EXPECT_EQ(h.src.parents[2], "");
+  EXPECT_EQ(h.src.parents[1], "../1");
+  EXPECT_EQ(h.src.parents[2], "../2");
+  EXPECT_EQ(h.src.final_pages, ParentPages::Check);
 }
 
 // Verbs objects that appear only during pre-copy count as well (the
 // pre-dump found QPs to resume).
-TEST(MigrateVerbs, VerbsFirstSeenAtAPreDumpDropTheParentToo) {
+TEST(MigrateVerbs, VerbsFirstSeenAtAPreDumpHaveTheParentCheckedToo) {
   Harness h;
   h.pre_copy = 1;
   h.verbs_at_start = false;
   h.run();
   ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
   ASSERT_EQ(h.src.parents.size(), 2u);
-  EXPECT_EQ(h.src.parents[1], "");
+  EXPECT_EQ(h.src.parents[1], "../1");
+  EXPECT_EQ(h.src.final_pages, ParentPages::Check);
 }
 
 // No verbs objects at any point: the final dump keeps its parent.
@@ -336,6 +342,7 @@ TEST(MigrateVerbs, WithoutVerbsTheFinalDumpKeepsItsParent) {
   ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
   ASSERT_EQ(h.src.parents.size(), 2u);
   EXPECT_EQ(h.src.parents[1], "../1");
+  EXPECT_EQ(h.src.final_pages, ParentPages::Trust);
 }
 
 }  // namespace

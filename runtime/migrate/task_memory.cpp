@@ -1,7 +1,6 @@
 #include "migrate/task_memory.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
+#include <sys/uio.h>
 
 #include <cerrno>
 #include <sstream>
@@ -38,25 +37,18 @@ ProcTaskMemory::ProcTaskMemory(const std::vector<pid_t>& pids, pid_t init) {
 }
 
 bool ProcTaskMemory::read(uint64_t vpid, uint64_t vaddr, void* buf, size_t len) {
-  auto it = mem_.find(vpid);
-  if (it == mem_.end()) {
-    auto host = host_pid_.find(vpid);
-    if (host == host_pid_.end())
-      throw Error("the container has no task " + std::to_string(vpid) + " (pid in its namespace)",
-                  Cause::NotFound);
-    const std::string path = "/proc/" + std::to_string(host->second) + "/mem";
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) throw_errno("open " + path);
-    it = mem_.emplace(vpid, UniqueFd(fd)).first;
-  }
+  auto host = host_pid_.find(vpid);
+  if (host == host_pid_.end())
+    throw Error("the container has no task " + std::to_string(vpid) + " (pid in its namespace)",
+                Cause::NotFound);
   auto* p = static_cast<char*>(buf);
   size_t got = 0;
   while (got < len) {
-    ssize_t n = retry_eintr(
-        [&] { return ::pread(it->second.get(), p + got, len - got, static_cast<off_t>(vaddr + got)); });
-    // EIO: no memory there (the kernel's answer for an address it cannot
-    // fault in); 0: the same, after a readable part.
-    if (n == 0 || (n < 0 && errno == EIO)) return false;
+    struct iovec local{p + got, len - got};
+    struct iovec remote{reinterpret_cast<void*>(vaddr + got), len - got};
+    ssize_t n = retry_eintr([&] { return ::process_vm_readv(host->second, &local, 1, &remote, 1, 0); });
+    // EFAULT: no readable memory there; 0: the same, after a readable part.
+    if (n == 0 || (n < 0 && errno == EFAULT)) return false;
     if (n < 0)
       throw_errno("reading task " + std::to_string(vpid) + "'s memory at " + std::to_string(vaddr));
     got += static_cast<size_t>(n);

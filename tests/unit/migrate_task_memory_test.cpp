@@ -1,5 +1,5 @@
 // The frozen tasks' memory as the page filter reads it (task_memory.hpp):
-// a real child process's pages through /proc/<pid>/mem.
+// a real child process's pages through process_vm_readv.
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
@@ -107,7 +107,8 @@ TEST(TaskMemory, ATaskThatIsGoneFailsWithItsCause) {
     memory.read(static_cast<uint64_t>(pid), child.addr(0), buf.data(), kPage);
     FAIL() << "read a task that is gone";
   } catch (const crx::Error& e) {
-    EXPECT_EQ(e.sys_errno(), ENOENT) << e.what();
+    EXPECT_EQ(e.sys_errno(), ESRCH) << e.what();
+    EXPECT_EQ(e.cause(), crx::Cause::NotFound);
   }
 }
 

@@ -1,7 +1,5 @@
 #include "migrate/criu_sides.hpp"
 
-#include "migrate/task_memory.hpp"
-
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>

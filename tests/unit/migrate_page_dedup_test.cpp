@@ -329,9 +329,11 @@ TEST_P(PageDedupTest, WithoutAParentAtTheDestinationNothingIsLeftOut) {
   EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
 }
 
-// The final dump of a container with verbs objects runs without a parent
-// (verbs_source.hpp): CRIU must hear "no parent" (else it looks for the
-// parent's inventory and fails), and unchanged pages still stay behind.
+// A dump CRIU runs without a parent while the destination's round has one
+// (crx's final dump of a container with verbs objects, until it checked
+// CRIU's parent pages instead): CRIU must hear "no parent" (else it looks
+// for the parent's inventory and fails), and unchanged pages still stay
+// behind.
 TEST_P(PageDedupTest, CriuWithoutAParentIsToldThereIsNoneButUnchangedPagesStayBehind) {
   std::string a = page('a'), b = page('b');
   run_round(ledger, criu().open2(kTask).add(kPresent, 0, a + b).close(), false);

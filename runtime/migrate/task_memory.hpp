@@ -6,7 +6,7 @@
 // Why crx reads and not CRIU: CRIU decides "unchanged" from the soft-dirty
 // bit, which the NIC's writes into pinned memory never set, and which a
 // pre-dump clears on a pinned transparent huge page (runtime/migrate/README.md,
-// "Pinned memory and the final dump"). Reading the pages costs a copy and
+// "Pages the destination has already"). Reading the pages costs a copy and
 // a hash; CRIU dumping them all costs its parasite, a pipe and a socket
 // for every page, inside the frozen window.
 //

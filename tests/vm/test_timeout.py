@@ -11,9 +11,9 @@ class TimeoutTest(VmTestCase):
         g = tb.guests[0]
         tb.spawn(0, "echo 1 > /proc/sys/kernel/sysrq; echo c > /proc/sysrq-trigger")
         with self.assertRaises(testbed.GuestTimeout) as caught:
-            tb.run(0, "sleep 5; echo still alive", timeout=30)
+            tb.run(0, "sleep 5; echo still alive", timeout=15)
         msg = str(caught.exception)
-        self.assertIn("did not finish within 30 s: guest killed", msg)
+        self.assertIn("did not finish within 15 s: guest killed", msg)
         self.assertIn("--- console log of g0", msg)
         self.assertIn("crx-vm: g0 ready", msg)             # the log of this boot
         self.assertIn("Kernel panic", msg)                  # and how it hung

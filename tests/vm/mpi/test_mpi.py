@@ -118,10 +118,13 @@ class MpiTest(VmTestCase):
             return rc == 0 and int(out.strip() or 0) >= 2
         for k in range(3):
             wait_until(lambda: rc_qps(k), 600, f"g{k}: RC QPs of mpi-jacobi", interval=1)
+        # the three listings at once: each takes 10-25 s under TCG, and the
+        # move waits for them
+        t = time.monotonic()
+        listings = {}
         for k in range(3):
-            t = time.monotonic()
             ns = f"crx-mpi-{RANKS[k]}"
-            rc, out, err = self.tb.run(
+            listings[k] = self.tb.spawn(
                 k, f"echo '# QPs'; rdma resource show qp | grep -v GSI; "
                    f"echo '# TCP in {ns}'; ip netns exec {ns} ss -tnpH; "
                    f"echo '# listening'; ip netns exec {ns} ss -tlnpH; "
@@ -129,7 +132,9 @@ class MpiTest(VmTestCase):
                    "/sys/class/infiniband/rxe0/ports/1/gids/$g); done; "
                    "echo '# threads'; for p in $(pgrep mpi-jacobi) $(pgrep orted); do "
                    "echo $p $(cat /proc/$p/comm): $(cat /proc/$p/task/*/comm | tr '\\n' ' '); done; "
-                   "echo '# memory'; free -m | sed -n 2p", timeout=120)
+                   "echo '# memory'; free -m | sed -n 2p")
+        for k in range(3):
+            rc, out, err = self.tb.wait(listings[k], timeout=120)
             qps = [ln.split(" pid ")[0] for ln in out.splitlines() if ln.startswith("link ")]
             print(f"g{k} during mpi-jacobi ({time.monotonic() - t:.1f} s): "
                   f"{len(qps)} QPs: {'; '.join(q.split(' type ')[1] for q in qps)}", flush=True)

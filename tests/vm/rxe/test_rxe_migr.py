@@ -152,10 +152,10 @@ class RxeMigrTest(VmTestCase):
                 self.wait_line(restore_log, "RESTORED", 600)
                 if lose_resume == "gone":
                     # retry_cnt 3, timeout 2.1 s: the resume is sent 1 + 3
-                    # times, then never again (no spinning)
-                    time.sleep(30)
+                    # times (within ~9 s), then never again (no spinning)
+                    time.sleep(20)
                     first = self.dropped()
-                    time.sleep(15)
+                    time.sleep(10)
                     self.assertEqual(self.dropped(), first)
                     self.assertEqual(first, 4, "resume sent 1 + retry_cnt times")
                     print(f"partner unreachable: resume sent {first} times, then no more",
@@ -226,7 +226,7 @@ class RxeMigrTest(VmTestCase):
                         self.t(f"recv --port {port} --qps 4 --count 100000"))
         send = tb.spawn(1, "exec " + SIGINT_DFL +
                         self.t(f"send --host {tb.ip(0)} --port {port} --qps 4 --count 100000"))
-        time.sleep(15)
+        time.sleep(8)
         tb.kill(send, sig)
         time.sleep(2)
         tb.kill(recv, sig)

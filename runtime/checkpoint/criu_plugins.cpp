@@ -15,6 +15,11 @@
 namespace crx::checkpoint {
 namespace {
 
+// How CRIU (another process) opens `name` in our directory fd.
+std::string fd_path(int dir_fd, const char* name) {
+  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(dir_fd) + "/" + name;
+}
+
 bool is_directory(const std::string& path) {
   struct stat st{};
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -37,6 +42,12 @@ std::string criu_plugin_dir() {
   return choose_criu_plugin_dir(std::getenv(kCriuLibdirEnv), executable_directory(), is_directory);
 }
 
+std::string make_no_plugins_dir(int dir_fd) {
+  if (::mkdirat(dir_fd, kNoPluginsDir, 0700) != 0 && errno != EEXIST)
+    throw_errno(std::string("make ") + kNoPluginsDir + " for CRIU");
+  return fd_path(dir_fd, kNoPluginsDir);
+}
+
 std::string write_criu_config(int dir_fd, const std::string& libdir,
                               const std::vector<std::string>& more) {
   UniqueFd fd(::openat(dir_fd, kCriuConfigName, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
@@ -50,8 +61,7 @@ std::string write_criu_config(int dir_fd, const std::string& libdir,
     if (n < 0) throw_errno(std::string("write ") + kCriuConfigName + " for CRIU");
     off += static_cast<size_t>(n);
   }
-  return "/proc/" + std::to_string(::getpid()) + "/fd/" + std::to_string(dir_fd) + "/" +
-         kCriuConfigName;
+  return fd_path(dir_fd, kCriuConfigName);
 }
 
 }  // namespace crx::checkpoint

@@ -25,6 +25,14 @@ std::string choose_criu_plugin_dir(const char* env, const std::string& exe_dir,
 // The rule for this process ("" = CRIU's default).
 std::string criu_plugin_dir();
 
+// For a dump or restore that needs no plugin (CommonOptions::plugins
+// false): an empty directory made (or found) in dir_fd, by the path CRIU
+// opens it through (/proc/<our pid>/fd/<dir_fd>/kNoPluginsDir). Not
+// leaving the libdir out: CRIU would then load whatever its default dir
+// holds. Throws Error (with errno) when it cannot be made.
+inline constexpr const char* kNoPluginsDir = "crx-no-plugins";
+std::string make_no_plugins_dir(int dir_fd);
+
 // Writes `libdir <libdir>` (none when libdir is "") and the lines of
 // `more` (CRIU's config syntax: "option value") as kCriuConfigName into
 // the directory dir_fd (ours) and returns the path CRIU opens it by:

@@ -91,10 +91,12 @@ struct OptsBuilder {
     for (const auto& e : o.external) external.push_back(s(e));
     opts.n_external = external.size();
     opts.external = external.data();
-    std::string libdir = o.criu_libdir ? *o.criu_libdir : criu_plugin_dir();
+    const int config_dir = o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd;
+    std::string libdir = !o.plugins       ? make_no_plugins_dir(config_dir)
+                         : o.criu_libdir ? *o.criu_libdir
+                                         : criu_plugin_dir();
     if (!libdir.empty() || !config_lines.empty()) {
-      config_file = write_criu_config(o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd, libdir,
-                                      config_lines);
+      config_file = write_criu_config(config_dir, libdir, config_lines);
       opts.config_file = s(config_file);
     }
   }

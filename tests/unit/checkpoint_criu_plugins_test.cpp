@@ -2,11 +2,13 @@
 // in criu_opts.config_file, and CRX_VERBS_DEFER_RESUME exactly when a
 // restore asks for it. A fake `criu swrk` records the request it gets.
 #include <gtest/gtest.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <memory>
 #include <set>
 
 #include "checkpoint/criu_plugins.hpp"
@@ -84,6 +86,44 @@ TEST(CriuPlugins, DumpWritesConfigIntoWorkDirAndPassesIt) {
   EXPECT_EQ(criu.config_file_field(), "/proc/" + std::to_string(::getpid()) + "/fd/" +
                                           std::to_string(work.get()) + "/crx-criu.conf");
   EXPECT_FALSE(criu.env_has("CRX_VERBS_DEFER_RESUME=1"));
+}
+
+// Without plugins, the libdir CRIU is given is an empty directory of the
+// work dir (plugins false overrules any plugin dir).
+void expect_no_plugins(FakeCriu& criu, int work_fd) {
+  const std::string empty = "/proc/" + std::to_string(::getpid()) + "/fd/" +
+                            std::to_string(work_fd) + "/" + kNoPluginsDir;
+  EXPECT_EQ(read_file(criu.dir + "/work/crx-criu.conf"), "libdir " + empty + "\n");
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir((criu.dir + "/work/" + kNoPluginsDir).c_str()),
+                                        ::closedir);
+  ASSERT_TRUE(d);
+  int entries = 0;
+  while (::readdir(d.get())) ++entries;
+  EXPECT_EQ(entries, 2);  // . and ..
+}
+
+TEST(CriuPlugins, DumpWithoutPluginsGetsAnEmptyLibdir) {
+  FakeCriu criu;
+  UniqueFd images = criu.open_dir("images"), work = criu.open_dir("work");
+  DumpOptions o;
+  o.images_dir_fd = images.get();
+  o.work_dir_fd = work.get();
+  o.pid = 1;
+  o.criu_libdir = "/opt/crx/criu-plugins";
+  o.plugins = false;
+  EXPECT_THROW(criu_dump(o), Error);
+  expect_no_plugins(criu, work.get());
+}
+
+TEST(CriuPlugins, RestoreWithoutPluginsGetsAnEmptyLibdir) {
+  FakeCriu criu;
+  UniqueFd images = criu.open_dir("images"), work = criu.open_dir("work");
+  RestoreOptions o;
+  o.images_dir_fd = images.get();
+  o.work_dir_fd = work.get();
+  o.plugins = false;  // and the dir from the rule (the build dir's, if any)
+  EXPECT_THROW(criu_restore(o), Error);
+  expect_no_plugins(criu, work.get());
 }
 
 TEST(CriuPlugins, NoDirNoConfigFile) {

@@ -35,6 +35,7 @@
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/task_memory.hpp"
 #include "migrate/tcp_hush.hpp"
+#include "rdma/verbs_scan.hpp"
 #include "state/store.hpp"
 
 namespace crx::migrate {
@@ -224,7 +225,10 @@ void CriuSource::run_dump(
   // The container is frozen for the final dump: its tmpfs mounts can be
   // made again at the destination instead of packed by CRIU (the files of
   // one that holds any go into the images dir, carried_tmpfs.hpp).
-  if (final_dump) checkpoint::add_recreated_mounts(o, src_, images_dir);
+  if (final_dump) {
+    checkpoint::add_recreated_mounts(o, src_, images_dir);
+    o.plugins = needs_verbs_plugin();
+  }
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of
   // the channel, the caller keeps its own.
@@ -253,6 +257,12 @@ std::vector<pid_t> CriuSource::container_pids() const {
     throw Error("container " + id_ + " has no cgroup on record: its processes cannot be listed",
                 Cause::NotFound);
   return cgroup::Cgroup::load(cg).pids();
+}
+
+bool CriuSource::needs_verbs_plugin() const {
+  // Asked of the frozen container: no task of it can open a verbs context
+  // before CRIU is done. A pre-dump (running tasks) always loads it.
+  return rdma::any_holds_verbs(container_pids());
 }
 
 void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {
@@ -291,6 +301,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   // frozen after the lazy phase too, for destroy() or the operator.
   o.leave_running = true;
   checkpoint::add_recreated_mounts(o, src_, images_dir);
+  o.plugins = needs_verbs_plugin();
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
                                         std::move(page_fd));
 }

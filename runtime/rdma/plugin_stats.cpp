@@ -80,6 +80,8 @@ std::optional<VerbsDumpStats> read_verbs_dump_stats(const std::string& dir) {
   return text ? parse_verbs_dump_stats(*text) : std::nullopt;
 }
 
+bool verbs_dumped(const std::string& dir) { return path_exists(dir + "/" + kVerbsDumpFile); }
+
 std::optional<VerbsRestoreStats> read_verbs_restore_stats(const std::string& dir) {
   auto text = read_file_if_present(dir + "/" + kVerbsRestoreFile);
   if (!text) return std::nullopt;

@@ -58,6 +58,10 @@ std::optional<VerbsRestoreStats> read_verbs_restore_stats(const std::string& dir
 std::optional<VerbsResumeStats> read_verbs_resume_stats(const std::string& dir);
 void write_verbs_resume_stats(const std::string& dir, const VerbsResumeStats& s);
 
+// Did the plugin dump verbs contexts into dir (it writes kVerbsDumpFile
+// then, and only then)? A restore of dir needs the plugin exactly if so.
+bool verbs_dumped(const std::string& dir);
+
 // Throws RdmaError(PluginRestore) "restoring the verbs objects failed: <error>"
 // if <dir>/crx-verbs-restore.json says ok:false (or cannot be read).
 void check_verbs_restore(const std::string& dir);

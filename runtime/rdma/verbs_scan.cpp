@@ -50,6 +50,12 @@ std::vector<int> fds_linking_to(pid_t pid, std::string_view prefix, const std::s
   return out;
 }
 
+bool any_holds_verbs(const std::vector<pid_t>& pids, const std::string& proc_root) {
+  for (pid_t pid : pids)
+    if (!fds_linking_to(pid, kUverbsPrefix, proc_root).empty()) return true;
+  return false;
+}
+
 UniqueFd open_pidfd(pid_t pid) {
   UniqueFd fd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   if (!fd && errno != ESRCH)

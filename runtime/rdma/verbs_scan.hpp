@@ -19,6 +19,11 @@ inline constexpr std::string_view kUverbsPrefix = "/dev/infiniband/uverbs";
 std::vector<int> fds_linking_to(pid_t pid, std::string_view prefix,
                                 const std::string& proc_root = "/proc");
 
+// Does any of pids hold a verbs context (an fd on a uverbs device)?
+// Processes that are gone hold none; other errors throw as above. Asked of
+// frozen tasks, the answer holds until they are thawed.
+bool any_holds_verbs(const std::vector<pid_t>& pids, const std::string& proc_root = "/proc");
+
 // A pidfd of pid; an invalid UniqueFd if the process is gone (ESRCH).
 UniqueFd open_pidfd(pid_t pid);
 // Our own copy of fd target_fd of the process behind pidfd (pidfd_getfd);

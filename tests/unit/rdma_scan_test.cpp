@@ -56,6 +56,19 @@ TEST(RdmaScan, GoneProcessHasNoFds) {
   EXPECT_EQ(cv.resume_stopped(), 0);
 }
 
+TEST(RdmaScan, AnyHoldsVerbsAsksEveryProcessItIsGiven) {
+  // A fake /proc: 10 holds a file and a socket, 20 a uverbs device; 30 is gone.
+  TempDir t;
+  for (const char* fd : {"/10/fd", "/20/fd"}) mkdir_p(t.path + fd);
+  ASSERT_EQ(::symlink("/etc/hostname", (t.path + "/10/fd/3").c_str()), 0);
+  ASSERT_EQ(::symlink("socket:[4242]", (t.path + "/10/fd/4").c_str()), 0);
+  ASSERT_EQ(::symlink("/dev/infiniband/uverbs0", (t.path + "/20/fd/7").c_str()), 0);
+  EXPECT_FALSE(rdma::any_holds_verbs({}, t.path));
+  EXPECT_FALSE(rdma::any_holds_verbs({10, 30}, t.path));
+  EXPECT_TRUE(rdma::any_holds_verbs({10, 30, 20}, t.path));
+  EXPECT_TRUE(rdma::any_holds_verbs({20}, t.path));
+}
+
 TEST(RdmaScan, DeviceNameFromSysfs) {
   TempDir t;
   std::string cls = t.path + "/class/infiniband_verbs";

@@ -72,15 +72,21 @@ TEST(CriuPlugins, DirRule) {
   EXPECT_EQ(choose_criu_plugin_dir(nullptr, "/opt/crx/bin", is_dir), "/opt/crx/bin/criu-plugins");
 }
 
-TEST(CriuPlugins, DumpWritesConfigIntoWorkDirAndPassesIt) {
-  FakeCriu criu;
-  UniqueFd images = criu.open_dir("images"), work = criu.open_dir("work");
+// A dump into `images` with `work` as its work dir and a plugin dir given.
+DumpOptions dump_into(const UniqueFd& images, const UniqueFd& work) {
   DumpOptions o;
   o.images_dir_fd = images.get();
   o.work_dir_fd = work.get();
   o.log_file = "dump.log";
   o.pid = 1;
   o.criu_libdir = "/opt/crx/criu-plugins";
+  return o;
+}
+
+TEST(CriuPlugins, DumpWritesConfigIntoWorkDirAndPassesIt) {
+  FakeCriu criu;
+  UniqueFd images = criu.open_dir("images"), work = criu.open_dir("work");
+  DumpOptions o = dump_into(images, work);
   EXPECT_THROW(criu_dump(o), Error);  // the fake never answers
   EXPECT_EQ(read_file(criu.dir + "/work/crx-criu.conf"), "libdir /opt/crx/criu-plugins\n");
   EXPECT_EQ(criu.config_file_field(), "/proc/" + std::to_string(::getpid()) + "/fd/" +
@@ -89,7 +95,7 @@ TEST(CriuPlugins, DumpWritesConfigIntoWorkDirAndPassesIt) {
 }
 
 // Without plugins, the libdir CRIU is given is an empty directory of the
-// work dir (plugins false overrules any plugin dir).
+// work dir.
 void expect_no_plugins(FakeCriu& criu, int work_fd) {
   const std::string empty = "/proc/" + std::to_string(::getpid()) + "/fd/" +
                             std::to_string(work_fd) + "/" + kNoPluginsDir;
@@ -105,12 +111,8 @@ void expect_no_plugins(FakeCriu& criu, int work_fd) {
 TEST(CriuPlugins, DumpWithoutPluginsGetsAnEmptyLibdir) {
   FakeCriu criu;
   UniqueFd images = criu.open_dir("images"), work = criu.open_dir("work");
-  DumpOptions o;
-  o.images_dir_fd = images.get();
-  o.work_dir_fd = work.get();
-  o.pid = 1;
-  o.criu_libdir = "/opt/crx/criu-plugins";
-  o.plugins = false;
+  DumpOptions o = dump_into(images, work);
+  o.plugins = false;  // overrules the plugin dir
   EXPECT_THROW(criu_dump(o), Error);
   expect_no_plugins(criu, work.get());
 }

@@ -96,6 +96,20 @@ def report_row(text):
     return (int(m.group(1)), float(m.group(3))) if m else None
 
 
+def why_failed(out, err):
+    """One line for a failed perftest's verdict: its messages (perftest
+    prints "Completion with error", "Failed status ..." and the like to
+    stderr, some to stdout after its table), which the verdict's first lines
+    would otherwise not reach under the banner and parameters."""
+    noise = ("Device not recognized to implement inline feature",)
+    def said(text):
+        return [ln.strip() for ln in text.splitlines()
+                if ln.strip() and not set(ln.strip()) <= set("-*")
+                and not any(n in ln for n in noise)]
+    lines = said(err) or said(out)[-3:]
+    return " | ".join(lines[-6:]) or "no message"
+
+
 class RdmaPerftestTest(RdmaBedCase):
     calibrated = {}  # (tool, mode) -> iterations
 
@@ -201,7 +215,9 @@ class RdmaPerftestTest(RdmaBedCase):
         self.assertEqual(rrc, 0, f"receiver:\n{rlog}")
         report = json.loads(out.strip().splitlines()[-1])
         print(f"migrate {cid} g{src} -> g{dst} ({took:.1f} s): downtime "
-              f"{report.get('downtime_seconds', 0):.1f} s, verbs {json.dumps(report.get('verbs'))}",
+              f"{report.get('downtime_seconds', 0):.1f} s, phases "
+              + ", ".join(f"{p['name']} {p['seconds']:.2f}" for p in report.get("phases", []))
+              + f"; verbs {json.dumps(report.get('verbs'))}",
               flush=True)
         self.assertEqual(report["outcome"], "migrated")
         self.assertIsNone(self.state(src, cid), "the source copy must be gone")
@@ -380,8 +396,10 @@ class RdmaPerftestTest(RdmaBedCase):
         srv_out, srv_rc = self.read(cid + ".out"), self.read(cid + ".rc").strip()
         print(f"{tool} server (container, now on g{at}), exit {srv_rc}:\n{srv_out}"
               f"{self.read(cid + '.err')}", flush=True)
-        self.assertEqual(rc, 0, f"{tool} client failed:\n{out}\n{err}\n{self.diag(1, at, cid)}")
-        self.assertEqual(srv_rc, "0", f"{tool} server failed:\n{self.diag(1, at, cid)}")
+        self.assertEqual(rc, 0, f"{tool} client failed: {why_failed(out, err)}\n"
+                                f"{out}\n{err}\n{self.diag(1, at, cid)}")
+        self.assertEqual(srv_rc, "0", f"{tool} server failed: {why_failed(srv_out, self.read(cid + '.err'))}\n"
+                                      f"{self.diag(1, at, cid)}")
         for who, text in (("client", out), ("server", srv_out)):
             self.assertRegex(text, HEADER, f"{tool} {who}: no bandwidth table")
             row = report_row(text)

@@ -1,0 +1,282 @@
+#include "checkpoint/fresh_netns.hpp"
+
+#include <fcntl.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
+#include <netlink/attr.h>
+#include <netlink/cache.h>
+#include <netlink/msg.h>
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/route.h>
+#include <netlink/route/rule.h>
+#include <sched.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "common/error.hpp"
+#include "common/retry_eintr.hpp"
+#include "common/unique_fd.hpp"
+
+namespace crx::checkpoint {
+namespace {
+
+struct SockFree {
+  void operator()(nl_sock* s) const { nl_socket_free(s); }
+};
+struct CacheFree {
+  void operator()(nl_cache* c) const { nl_cache_free(c); }
+};
+using Sock = std::unique_ptr<nl_sock, SockFree>;
+using Cache = std::unique_ptr<nl_cache, CacheFree>;
+
+// libnl reports its own codes (NLE_*), not errno: the cause is the link to
+// the kernel's netlink, an IO failure, and the text names libnl's reason.
+[[noreturn]] void throw_nl(const std::string& what, int nl_err) {
+  throw Error(what + ": " + nl_geterror(nl_err), Cause::IO);
+}
+
+Sock connected(int protocol, const char* what) {
+  Sock s(nl_socket_alloc());
+  if (!s) throw Error(std::string(what) + ": no memory for a netlink socket", Cause::Other, ENOMEM);
+  if (int rc = nl_connect(s.get(), protocol); rc < 0) throw_nl(what, rc);
+  return s;
+}
+
+// A cache in libnl's one-line form: the object's configuration, without
+// counters (NL_DUMP_STATS) or timestamps and per-device sysctls
+// (NL_DUMP_DETAILS; the sysctls are compared on their own).
+std::vector<std::string> lines_of(nl_cache* c, const std::string& prefix) {
+  char* buf = nullptr;
+  size_t len = 0;
+  FILE* f = ::open_memstream(&buf, &len);
+  if (!f) throw_errno("network namespace: a buffer for libnl's dump");
+  nl_dump_params p{};
+  p.dp_type = NL_DUMP_LINE;
+  p.dp_fd = f;
+  nl_cache_dump(c, &p);
+  std::fclose(f);
+  std::string text(buf, len);
+  std::free(buf);
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(prefix + l);
+  return out;
+}
+
+// One rtnetlink dump into a libnl cache: alloc is libnl's
+// rtnl_*_alloc_cache with its socket and family bound.
+template <class Alloc>
+Cache dumped(Alloc alloc, const char* what) {
+  nl_cache* raw = nullptr;
+  if (int rc = alloc(&raw); rc < 0) throw_nl(std::string("network namespace: dumping its ") + what, rc);
+  return Cache(raw);
+}
+
+void add_rtnetlink(std::vector<std::string>& out) {
+  Sock s = connected(NETLINK_ROUTE, "network namespace: rtnetlink");
+  nl_sock* sk = s.get();
+  Cache links = dumped([&](nl_cache** c) { return rtnl_link_alloc_cache(sk, AF_UNSPEC, c); }, "links");
+  // The links by name in the other objects' lines ("dev lo", not "dev 1"):
+  // libnl looks them up in the cache provided for the link type, until
+  // it is unprovided (before the cache is freed).
+  nl_cache_mngt_provide(links.get());
+  struct Unprovide {
+    nl_cache* c;
+    ~Unprovide() { nl_cache_mngt_unprovide(c); }
+  } unprovide{links.get()};
+  Cache addrs = dumped([&](nl_cache** c) { return rtnl_addr_alloc_cache(sk, c); }, "addresses");
+  // AF_UNSPEC, no flags: every family's routes of every table.
+  Cache routes = dumped([&](nl_cache** c) { return rtnl_route_alloc_cache(sk, AF_UNSPEC, 0, c); },
+                        "routes");
+  Cache rules = dumped([&](nl_cache** c) { return rtnl_rule_alloc_cache(sk, AF_UNSPEC, c); }, "rules");
+  for (auto [c, prefix] : {std::pair{links.get(), "link "}, {addrs.get(), "addr "},
+                           {routes.get(), "route "}, {rules.get(), "rule "}}) {
+    auto l = lines_of(c, prefix);
+    out.insert(out.end(), l.begin(), l.end());
+  }
+  // What a link's line leaves out and CRIU's dump carries.
+  nl_cache_foreach(
+      links.get(),
+      [](nl_object* o, void* arg) {
+        auto* link = reinterpret_cast<rtnl_link*>(o);
+        const char* name = rtnl_link_get_name(link);
+        static_cast<std::vector<std::string>*>(arg)->push_back(
+            std::string("link ") + (name ? name : "?") + " mtu " +
+            std::to_string(rtnl_link_get_mtu(link)) + " txqlen " +
+            std::to_string(rtnl_link_get_txqlen(link)));
+      },
+      &out);
+}
+
+int on_nft_table(nl_msg* msg, void* arg) {
+  auto* out = static_cast<std::vector<std::string>*>(arg);
+  nlmsghdr* h = nlmsg_hdr(msg);
+  const auto* g = static_cast<const nfgenmsg*>(nlmsg_data(h));
+  std::array<nlattr*, NFTA_TABLE_MAX + 1> tb{};
+  std::string name = "?";
+  if (nlmsg_parse(h, sizeof(nfgenmsg), tb.data(), NFTA_TABLE_MAX, nullptr) == 0 &&
+      tb[NFTA_TABLE_NAME])
+    name = nla_get_string(tb[NFTA_TABLE_NAME]);
+  out->push_back("nft table family " + std::to_string(g->nfgen_family) + " " + name);
+  return NL_OK;
+}
+
+// nftables' tables (iptables-nft's included). Where the kernel has no
+// nf_tables, the dump's failure is the line: it is the same for every
+// namespace of the host.
+void add_nftables(std::vector<std::string>& out) {
+  Sock s = connected(NETLINK_NETFILTER, "network namespace: nfnetlink");
+  nfgenmsg g{};
+  g.nfgen_family = AF_UNSPEC;
+  g.version = NFNETLINK_V0;
+  int rc = nl_send_simple(s.get(), (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE, NLM_F_DUMP, &g,
+                          sizeof g);
+  if (rc < 0) throw_nl("network namespace: asking for its nftables tables", rc);
+  nl_socket_modify_cb(s.get(), NL_CB_VALID, NL_CB_CUSTOM, on_nft_table, &out);
+  rc = nl_recvmsgs_default(s.get());
+  if (rc < 0) out.push_back(std::string("nft tables: ") + nl_geterror(rc));
+}
+
+std::string read_small(const std::string& path, bool* missing = nullptr) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
+    if (missing && errno == ENOENT) {
+      *missing = true;
+      return {};
+    }
+    return "!" + std::string(strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+  }
+  // A sysctl gives its whole value to the first read that has room: no
+  // second read for the end (580 files, a read is dear in a TCG guest).
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
+    if (n < 0) return "!" + std::string(strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+    out.append(buf, static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < sizeof buf) break;
+  }
+  return out;
+}
+
+// The legacy x_tables of the namespace (iptables-legacy and friends): a
+// table is listed once something made it in this namespace.
+void add_legacy_tables(std::vector<std::string>& out) {
+  for (const char* f : {"ip_tables_names", "ip6_tables_names", "arp_tables_names"}) {
+    bool missing = false;
+    std::string t = read_small(std::string("/proc/thread-self/net/") + f, &missing);
+    std::istringstream in(t);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty()) out.push_back(std::string("legacy ") + f + " " + l);
+  }
+}
+
+// Values that differ between two namespaces nobody configured: the count
+// of conntrack entries (traffic, not configuration) and the TCP Fast Open
+// key (random per namespace).
+bool volatile_sysctl(const std::string& name) {
+  return name.ends_with("/nf_conntrack_count") || name.ends_with("/tcp_fastopen_key");
+}
+
+void add_sysctls(std::vector<std::string>& out) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::recursive_directory_iterator it("/proc/sys/net", ec), end;
+  if (ec) throw Error("network namespace: listing /proc/sys/net: " + ec.message(), ec.value());
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw Error("network namespace: listing /proc/sys/net: " + ec.message(), ec.value());
+    std::error_code st_ec;
+    auto st = it->symlink_status(st_ec);
+    if (st_ec || !fs::is_regular_file(st)) continue;
+    if ((st.permissions() & fs::perms::owner_read) == fs::perms::none) continue;  // write-only
+    std::string name = it->path().string();
+    if (volatile_sysctl(name)) continue;
+    std::string v = read_small(name);
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    out.push_back("sysctl " + name.substr(std::strlen("/proc/sys/")) + " = " + v);
+  }
+}
+
+std::string fingerprint_here() {
+  std::vector<std::string> lines;
+  add_rtnetlink(lines);
+  add_nftables(lines);
+  add_legacy_tables(lines);
+  add_sysctls(lines);
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace
+
+void in_netns(int netns_fd, const std::function<void()>& fn) {
+  std::exception_ptr error;
+  // Network namespaces are per thread: this one joins (or makes) the
+  // namespace and ends with it; the process's other threads stay where
+  // they are.
+  std::thread t([&] {
+    try {
+      if (netns_fd >= 0 ? ::setns(netns_fd, CLONE_NEWNET) : ::unshare(CLONE_NEWNET))
+        throw_errno(netns_fd >= 0 ? "joining the container's network namespace"
+                                  : "making a network namespace to compare with");
+      fn();
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+std::string netns_fingerprint(int netns_fd) {
+  std::string out;
+  in_netns(netns_fd, [&] { out = fingerprint_here(); });
+  return out;
+}
+
+std::string fresh_netns_fingerprint() { return netns_fingerprint(-1); }
+
+bool netns_is_fresh(pid_t pid, const std::string& fresh, std::string* why) {
+  std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("network namespace of the container (" + path + ")");
+  auto diff = fingerprint_difference(netns_fingerprint(fd.get()), fresh);
+  if (diff && why) *why = *diff;
+  return !diff;
+}
+
+std::optional<std::string> fingerprint_difference(const std::string& now,
+                                                  const std::string& fresh) {
+  if (now == fresh) return std::nullopt;
+  // Both are sorted lines: the first that differs is in one of them only.
+  std::istringstream a(now), b(fresh);
+  std::string la, lb;
+  for (;;) {
+    bool ga = static_cast<bool>(std::getline(a, la));
+    bool gb = static_cast<bool>(std::getline(b, lb));
+    if (ga && gb && la == lb) continue;
+    if (ga && (!gb || la < lb)) return "it has \"" + la + "\"";
+    if (gb) return "it lacks \"" + lb + "\"";
+    return "it differs";  // equal lines, unequal texts: not from netns_fingerprint
+  }
+}
+
+}  // namespace crx::checkpoint

@@ -1,0 +1,48 @@
+// Whether a container's network namespace is still as fresh as a new one.
+//
+// CRIU saves a network namespace it dumps with exec'd tools (`ip addr/route/
+// rule save`, `iptables-save` and `ip6tables-save`, nft and legacy) and
+// restores it with their `restore` twins: about 2.7 s of a frozen dump and
+// 2.6 s of a restore in a TCG guest, for a namespace crx made with nothing
+// in it (tests/bench/migrate/README.md, "Where a move without --empty-ns
+// network goes"). A namespace nobody configured holds nothing those tools
+// would carry, so it can move as CRIU's empty namespace (`--empty-ns
+// network`: the restore makes a new one) and lose nothing. This tells the
+// two apart by comparing what the tools would save with what a namespace
+// made now has: README.md, "A network namespace nobody configured".
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace crx::checkpoint {
+
+// What CRIU's network dump would carry of the namespace netns_fd refers to,
+// as text: its links, addresses, routes (every table) and rules (rtnetlink,
+// libnl's one-line form), its nftables tables, its legacy iptables,
+// ip6tables and arptables tables, and every sysctl under /proc/sys/net
+// with its value. Read by a thread that joins the namespace (no exec, no
+// fork). Throws Error with the errno of what failed.
+std::string netns_fingerprint(int netns_fd);
+
+// The same of a network namespace made for the purpose (and gone after).
+std::string fresh_netns_fingerprint();
+
+// Where two fingerprints first differ, as "it has ..." (a line only in
+// now) or "it lacks ..." (only in fresh); nullopt when they are equal.
+std::optional<std::string> fingerprint_difference(const std::string& now,
+                                                  const std::string& fresh);
+
+// Whether the network namespace of pid has exactly fresh (a
+// fresh_netns_fingerprint() of this host). On a difference, where it is
+// goes into *why (when given).
+bool netns_is_fresh(pid_t pid, const std::string& fresh, std::string* why = nullptr);
+
+// Runs fn on a thread of its own in the network namespace netns_fd (-1: a
+// new one); rethrows what fn throws.
+void in_netns(int netns_fd, const std::function<void()>& fn);
+
+}  // namespace crx::checkpoint

@@ -1,0 +1,105 @@
+// checkpoint/fresh_netns.hpp against the host kernel's real namespaces: a
+// namespace crx makes is as a new one, and every kind of configuration
+// CRIU's network dump would carry makes it differ.
+#include "checkpoint/fresh_netns.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "common/error.hpp"
+#include "common/unique_fd.hpp"
+#include "harness.hpp"
+
+namespace crx::test {
+namespace {
+
+using checkpoint::fingerprint_difference;
+using checkpoint::fresh_netns_fingerprint;
+using checkpoint::netns_fingerprint;
+
+// A network namespace of its own, held by an fd of this process.
+UniqueFd new_netns() {
+  UniqueFd fd;
+  checkpoint::in_netns(-1, [&] {
+    fd = UniqueFd(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!fd) throw_errno("opening the new network namespace");
+  });
+  return fd;
+}
+
+// Runs a shell command in the namespace fd refers to.
+Result in_ns(const UniqueFd& fd, const std::string& command) {
+  return run_sh("nsenter --net=/proc/" + std::to_string(::getpid()) + "/fd/" +
+                std::to_string(fd.get()) + " sh -c " + shell_quoted(command));
+}
+
+TEST(FreshNetns, TwoNewNamespacesAreAlike) {
+  CRX_REQUIRE_ROOT();
+  // Nothing in a new namespace may differ from one to the next (a counter,
+  // a random key): else no container would ever count as fresh.
+  std::string a = fresh_netns_fingerprint(), b = fresh_netns_fingerprint();
+  EXPECT_EQ(fingerprint_difference(a, b), std::nullopt) << *fingerprint_difference(a, b);
+  EXPECT_NE(a.find("link lo"), std::string::npos) << a;
+  EXPECT_NE(a.find("sysctl net/ipv4/ip_forward = "), std::string::npos) << a;
+}
+
+TEST(FreshNetns, ACrxContainersOwnNamespaceIsFresh) {
+  CRX_REQUIRE_ROOT();
+  std::string fresh = fresh_netns_fingerprint();
+  std::string id;
+  {
+    Running c;
+    id = c.id;
+    std::string why;
+    EXPECT_TRUE(checkpoint::netns_is_fresh(init_pid(c.id), fresh, &why)) << why;
+    // Configured (as a CNI plugin would, from the host): not any more.
+    auto r = run_sh("nsenter -t " + std::to_string(init_pid(c.id)) + " -n ip link set lo up");
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_FALSE(checkpoint::netns_is_fresh(init_pid(c.id), fresh, &why));
+    EXPECT_NE(why.find("127.0.0.1"), std::string::npos) << why;
+  }
+  expect_nothing_left(id);
+}
+
+// Each thing CRIU's network dump saves with its tools, alone in a new
+// namespace, makes the namespace differ from a fresh one.
+TEST(FreshNetns, EveryKindOfConfigurationIsSeen) {
+  CRX_REQUIRE_ROOT();
+  std::string fresh = fresh_netns_fingerprint();
+  struct Case {
+    const char* command;
+    const char* seen;  // in the difference
+  } cases[] = {
+      {"ip link set lo up", "link lo"},
+      {"ip link set lo mtu 1280", "mtu 1280"},
+      {"ip addr add 10.9.8.7/32 dev lo", "10.9.8.7"},
+      {"ip link add crx-veth0 type veth peer name crx-veth1", "crx-veth0"},
+      {"ip rule add from 10.1.2.3 table 7", "10.1.2.3"},
+      {"ip link set lo up && ip route add 10.5.0.0/16 dev lo table 9", "10.5.0.0"},
+      {"sysctl -qw net.ipv4.tcp_keepalive_time=1234", "tcp_keepalive_time"},
+      {"iptables-nft -A INPUT -s 10.6.0.1 -j ACCEPT", "nft table"},
+      {"iptables-legacy -A INPUT -s 10.6.0.1 -j ACCEPT", "legacy ip_tables_names filter"},
+  };
+  for (const auto& c : cases) {
+    UniqueFd ns = new_netns();
+    ASSERT_EQ(fingerprint_difference(netns_fingerprint(ns.get()), fresh), std::nullopt) << c.command;
+    auto r = in_ns(ns, c.command);
+    ASSERT_EQ(r.status, 0) << c.command << ": " << r.err;
+    auto diff = fingerprint_difference(netns_fingerprint(ns.get()), fresh);
+    ASSERT_TRUE(diff.has_value()) << c.command << " went unseen";
+    // The first difference may be another line the command made (a route
+    // of the link it brought up); the whole fingerprint has what it set.
+    EXPECT_NE(netns_fingerprint(ns.get()).find(c.seen), std::string::npos)
+        << c.command << ": " << *diff;
+  }
+}
+
+TEST(FreshNetns, ADifferenceSaysWhatIsThereAndWhatIsNot) {
+  EXPECT_EQ(fingerprint_difference("a\nb\n", "a\nb\n"), std::nullopt);
+  EXPECT_EQ(fingerprint_difference("a\nb\nc\n", "a\nc\n"), "it has \"b\"");
+  EXPECT_EQ(fingerprint_difference("a\nc\n", "a\nb\nc\n"), "it lacks \"b\"");
+  EXPECT_EQ(fingerprint_difference("a\n", ""), "it has \"a\"");
+}
+
+}  // namespace
+}  // namespace crx::test

@@ -1,6 +1,7 @@
 #include "migrate/criu_sides.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "checkpoint/carried_state.hpp"
 #include "common/child_process.hpp"
 #include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/fresh_netns.hpp"
 #include "checkpoint/network_lock.hpp"
 #include "checkpoint/unix_sockets.hpp"
 #include "common/error.hpp"
@@ -200,6 +202,40 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   // before anything is frozen).
   auto v = checkpoint::criu_version();
   page_layout_ = page_header_layout(v.major, v.minor);
+  const auto* netns = src_.spec.linux.find_namespace("network");
+  if (netns && netns->path.empty() && !(src_.base.empty_ns & CLONE_NEWNET)) {
+    // Only the comparison's cost depends on it: without it, CRIU saves
+    // the namespace as before.
+    try {
+      fresh_netns_ = checkpoint::fresh_netns_fingerprint();
+    } catch (const Error& e) {
+      log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools: " +
+                e.what());
+    }
+  }
+}
+
+bool CriuSource::leave_fresh_netns_empty(checkpoint::DumpOptions& o) const {
+  if (fresh_netns_.empty()) return false;
+  std::string why;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    if (!checkpoint::netns_is_fresh(src_.pid, fresh_netns_, &why)) {
+      log::debug("migrate: " + id_ + "'s network namespace was configured (" + why +
+                 "): CRIU saves it");
+      return false;
+    }
+  } catch (const Error& e) {
+    log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools: " +
+              e.what());
+    return false;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  log::debug("migrate: " + id_ + "'s network namespace is as a new one (compared in " +
+             std::to_string(ms) + " ms): it moves empty");
+  o.empty_ns |= CLONE_NEWNET;
+  return true;
 }
 
 void CriuSource::run_dump(
@@ -220,8 +256,6 @@ void CriuSource::run_dump(
   o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
   o.images_dir_fd = images.get();
   o.work_dir_fd = work.get();
-  // A migration's dumps lift their lock themselves (network_lock.hpp).
-  o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
   // The container is frozen for the final dump: its tmpfs mounts can be
   // made again at the destination instead of packed by CRIU (the files of
   // one that holds any go into the images dir, carried_tmpfs.hpp).
@@ -229,6 +263,12 @@ void CriuSource::run_dump(
     checkpoint::add_recreated_mounts(o, src_, images_dir);
     o.plugins = needs_verbs_plugin();
   }
+  const bool netns_empty = final_dump && leave_fresh_netns_empty(o);
+  // A migration's dumps lift their lock themselves (network_lock.hpp). A
+  // namespace moved empty brings no iptables chain to guard connections
+  // with (it can have none): the lock in CRIU's process does.
+  o.nftables_network_lock =
+      netns_empty || checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of
   // the channel, the caller keeps its own.
@@ -249,6 +289,7 @@ void CriuSource::run_dump(
   criu_call(o, {});
   if (dedup) last_round_.dedup = dedup->finish();
   last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);
+  last_round_.netns_moved_empty = netns_empty;
 }
 
 std::vector<pid_t> CriuSource::container_pids() const {
@@ -302,6 +343,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   o.leave_running = true;
   checkpoint::add_recreated_mounts(o, src_, images_dir);
   o.plugins = needs_verbs_plugin();
+  leave_fresh_netns_empty(o);
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
                                         std::move(page_fd));
 }

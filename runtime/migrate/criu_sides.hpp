@@ -56,12 +56,21 @@ class CriuSource : public SourceSide {
   // context)? Without one, CRIU loads no plugin: that is 0.09 s less of
   // frozen time (tests/bench/migrate README).
   bool needs_verbs_plugin() const;
+  // A final dump leaves out the container's own network namespace when it
+  // is as a new one (checkpoint/fresh_netns.hpp): CRIU's restore makes a
+  // new one instead of running its network tools on both ends (~5 s of a
+  // guest's frozen window). Returns whether it did.
+  bool leave_fresh_netns_empty(checkpoint::DumpOptions& o) const;
   container::GlobalOptions g_;
   std::string id_;
   bool tcp_established_ = false;
   bool kill_exec_ = false;
   checkpoint::SourceContainer src_;
   std::vector<checkpoint::OutsideProcess> left_out_;
+  // What a network namespace made on this host holds, taken before the
+  // freeze; empty when the container has none of its own to compare (none,
+  // one joined by path, --empty-ns network) or it could not be taken.
+  std::string fresh_netns_;
   // What the destination's page images hold (page_dedup.hpp), kept across
   // this migration's rounds.
   bool page_dedup_ = true;

@@ -199,6 +199,7 @@ std::string MigrationReport::to_text() const {
     if (r.parent_pages_checked > 0)
       out += "; " + human_bytes(r.parent_pages_checked * 4096) + " CRIU took from the parent checked, " +
              human_bytes(r.parent_pages_changed * 4096) + " of it changed and sent";
+    if (r.netns_moved_empty) out += "; network namespace as a new one, moved empty";
     if (r.criu) {
       // A dump writes the pages while the tasks are frozen (CRIU times the
       // write inside the memory dump); a pre-dump after it lets them go.
@@ -291,6 +292,7 @@ std::string MigrationReport::to_json() const {
       jr["parent_checked_bytes"] = r.parent_pages_checked * 4096;
       jr["parent_changed_bytes"] = r.parent_pages_changed * 4096;
     }
+    if (r.netns_moved_empty) jr["network_namespace_moved_empty"] = true;
     if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
     if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;
     if (r.dirty_rate > 0) jr["dirty_bytes_per_second"] = r.dirty_rate;

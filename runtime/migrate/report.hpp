@@ -46,6 +46,9 @@ struct RoundReport {
   // it sent (the NIC's writes CRIU cannot see).
   uint64_t parent_pages_checked = 0;
   uint64_t parent_pages_changed = 0;
+  // Final dump: the container's network namespace, as a new one (nobody
+  // configured it), moved without CRIU's network tools (sides.hpp).
+  bool netns_moved_empty = false;
   // CRIU's own account of the round (its stats-dump): how long it kept the
   // container frozen, and of that the memory dump and write.
   std::optional<checkpoint::CriuDumpStats> criu;

@@ -289,6 +289,7 @@ class Sender {
       r.unchanged_pages = stats.dedup.pages_unchanged;
       r.parent_pages_checked = stats.dedup.parent_pages_checked;
       r.parent_pages_changed = stats.dedup.parent_pages_changed;
+      r.netns_moved_empty = stats.netns_moved_empty;
       r.criu = stats.criu;
     }
     double criu_s = seconds_since(c0);

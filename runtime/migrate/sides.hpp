@@ -22,6 +22,9 @@ namespace crx::migrate {
 struct RoundStats {
   PageDedupStats dedup;
   std::optional<checkpoint::CriuDumpStats> criu;
+  // Final dump: the container's own network namespace was as a new one
+  // and moved as CRIU's empty namespace (checkpoint/fresh_netns.hpp).
+  bool netns_moved_empty = false;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU

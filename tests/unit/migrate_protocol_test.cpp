@@ -183,6 +183,7 @@ struct FakeSource : SourceSide {
     if (dumps > 0) {
       s.dedup.parent_pages_checked = 1024;
       s.dedup.parent_pages_changed = 256;
+      s.netns_moved_empty = true;  // its network namespace as a new one
     }
     s.criu.emplace();
     s.criu->frozen_seconds = 0.25;
@@ -445,6 +446,12 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
       << r.sender.to_text();
   EXPECT_NE(r.sender.to_json().find("\"parent_checked_bytes\":4194304"), std::string::npos);
   EXPECT_NE(r.sender.to_json().find("\"parent_changed_bytes\":1048576"), std::string::npos);
+  // A network namespace moved as a new one, said for the final dump only.
+  EXPECT_FALSE(r.sender.rounds[0].netns_moved_empty);
+  EXPECT_TRUE(r.sender.rounds[3].netns_moved_empty);
+  EXPECT_NE(r.sender.to_text().find("network namespace as a new one, moved empty"), std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"network_namespace_moved_empty\":true"), std::string::npos);
   // And CRIU's own account of each round.
   ASSERT_TRUE(r.sender.rounds[3].criu);
   EXPECT_DOUBLE_EQ(r.sender.rounds[3].criu->frozen_seconds, 0.25);

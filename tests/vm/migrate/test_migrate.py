@@ -282,6 +282,9 @@ class MigrateTest(Receiving, Base):
         # pages scanned in every round, the task tree forked on restore.
         for r in rounds:
             self.assertGreater(r["criu"]["pages_scanned"], 0, r)
+        # Its network namespace is as crx made it: it moves as a new one,
+        # without CRIU's network tools (checkpoint/fresh_netns.hpp).
+        self.assertTrue(rounds[-1].get("network_namespace_moved_empty"), rounds[-1])
         final_criu = rounds[-1]["criu"]
         self.assertGreater(final_criu["frozen_seconds"], 0, final_criu)
         self.assertLessEqual(final_criu["memdump_seconds"], final_criu["frozen_seconds"], final_criu)
@@ -312,6 +315,34 @@ class MigrateTest(Receiving, Base):
         # did not come along (runtime/checkpoint/nft_lock_tables.hpp).
         pid = json.loads(self.sh(tb, 1, f"{CRX} state c1"))["pid"]
         self.assertEqual(self.sh(tb, 1, loopback_tcp_cmd(pid)).strip(), "ok")
+        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
+    def test_configured_network_namespace_moves_with_its_configuration(self):
+        """A container's own network namespace that someone configured (as a
+        CNI plugin would: lo up, an address, a route, an iptables rule) is
+        not as a new one: CRIU saves and restores it with its tools, and
+        the destination's copy has all of it."""
+        tb = self.two_guests()
+        self.run_counter(tb)
+        pid = json.loads(self.sh(tb, 0, f"{CRX} state c1"))["pid"]
+        self.sh(tb, 0, f"nsenter -t {pid} -n sh -c 'ip link set lo up && "
+                       "ip addr add 10.78.0.5/32 dev lo && ip route add 10.78.1.0/24 dev lo && "
+                       "iptables -w -A INPUT -s 10.78.0.9 -j DROP'")
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        report = json.loads(out.strip().splitlines()[-1])
+        print("sender report:", report_line(report), flush=True)
+        self.assertNotIn("network_namespace_moved_empty", report["rounds"][-1])
+        pid = json.loads(self.sh(tb, 1, f"{CRX} state c1"))["pid"]
+        ns = self.sh(tb, 1, f"nsenter -t {pid} -n sh -c 'ip addr show lo; ip route show; "
+                            "iptables -w -S INPUT'")
+        for what in ("LOOPBACK,UP", "10.78.0.5/32", "10.78.1.0/24 dev lo", "-s 10.78.0.9/32 -j DROP"):
+            self.assertIn(what, ns, f"the destination's namespace lacks {what!r}:\n{ns}")
+        c = self.counts(tb)
+        self.assert_counts_continuously(self.wait_for_count(tb, c[-1] + 2))
         self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
 
     def test_pre_copy_auto_stops_early_for_a_hot_container_and_soon_for_an_idle_one(self):

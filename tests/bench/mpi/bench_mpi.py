@@ -52,6 +52,7 @@ the runc way's.
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import time
@@ -60,6 +61,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "vm", "mpi"))
 from mpi_bed import UCX_ENV, UCX_TCP_ENV, MpiBed, host_reference, missing  # noqa: E402
 from vmtest import criu_times  # noqa: E402  (on the path since mpi_bed)
+sys.path.insert(0, os.path.join(HERE, "..", "migrate"))
+from profile_migrate import KEEP_LOGS, slow_steps  # noqa: E402
 
 JACOBI = ("--n 256 --iters 2500 --check 10 --progress 250 --bulk 524288 --bulk-every 100 "
           "--timeline 10")
@@ -87,15 +90,42 @@ WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
 BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
-def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on):
+def keeping_logs(bed, tag, keep_dir, gap):
+    """Starts copying CRIU's logs out of the work dirs of a crx move g0 ->
+    g3 while it runs (they vanish when crx is done); returns what stops
+    it, keeps the logs in keep_dir/<tag>/g<k> and prints their steps of
+    gap seconds or more."""
+    dst = f"/tmp/criu-logs-{tag}"
+    copiers = [bed.tb.spawn(k, f"mkdir -p {dst}; " + KEEP_LOGS.format(src=src, dst=dst))
+               for k, src in ((0, "/run/crx-migrate/out-*"), (3, "/run/crx-migrate/*"))]
+
+    def stop():
+        time.sleep(1)  # the copier's last pass over the restore's log
+        for c in copiers:
+            bed.tb.kill(c)
+        for k in (0, 3):
+            shared = os.path.join(bed.tb.scratch, f"criu-logs-{tag}-g{k}")
+            bed.tb.run(k, f"mkdir -p {shared} && cp {dst}/* {shared}/ 2>/dev/null; true")
+            kept = os.path.join(keep_dir, tag, f"g{k}")
+            shutil.copytree(shared, kept, dirs_exist_ok=True)
+            for n in sorted(os.listdir(kept)):
+                with open(os.path.join(kept, n), errors="replace") as f:
+                    print(f"== g{k} {n}\n{slow_steps(f.read(), gap)}", flush=True)
+    return stop
+
+
+def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on, logs=None):
     """One job; rank 0 moved g0 -> g3 at move_at unless way is None.
-    Returns {"took", "report", "move_s"} and fails on a wrong result."""
+    Returns {"took", "report", "move_s"} and fails on a wrong result.
+    logs: (dir, gap): CRIU's logs of a crx move kept in dir, their steps
+    of gap seconds or more printed."""
     rec = {}
 
     def during():
         if way:
             rec["at"] = bed.wait_iter(tag, move_at)
             live = way.startswith("live")
+            stop_logs = keeping_logs(bed, tag, *logs) if live and logs else None
             rounds = pre_copy if live and way != "live-frozen" else 0
             rc, report, err, took = bed.move("r0", 0, 3, pre_copy=rounds,
                                              way="live" if live else way,
@@ -103,6 +133,8 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on):
                                              no_page_dedup=way == "live-resend",
                                              tls_cipher="aes-128-gcm" if way == "live-aes"
                                              else None)
+            if stop_logs:
+                stop_logs()
             if rc != 0:
                 raise AssertionError(f"{name}: move failed ({rc}): {err}\n{bed.logs()}")
             rec["report"], rec["move_s"] = report, took
@@ -352,6 +384,10 @@ def main():
     ap.add_argument("--ways", default=",".join(w for w, _, _ in WAYS),
                     help="which runs, comma-separated (default: all)")
     ap.add_argument("--from-json", help="only summarize and plot an earlier --json")
+    ap.add_argument("--criu-logs", metavar="DIR",
+                    help="keep CRIU's logs of every crx move in DIR/<run>/g<k> and print "
+                         "their steps of --log-gap seconds or more")
+    ap.add_argument("--log-gap", type=float, default=0.15)
     a = ap.parse_args()
     if a.from_json:
         with open(a.from_json) as f:
@@ -381,7 +417,8 @@ def main():
                 for name, ucx, way in order:
                     tag = f"{name.replace('+', '-')}-{rep}"
                     rec = run_one(bed, ref, name, ucx, way, tag, a.move_at, a.pre_copy,
-                                  a.mpirun_on)
+                                  a.mpirun_on,
+                                  (a.criu_logs, a.log_gap) if a.criu_logs else None)
                     runs[name].append(rec)
                     rep_ = rec.get("report") or {}
                     print(f"rep {rep} {name}: job {rec['took']:.1f} s"

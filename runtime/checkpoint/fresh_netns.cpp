@@ -153,6 +153,13 @@ void add_nftables(std::vector<std::string>& out) {
   if (rc < 0) out.push_back(std::string("nft tables: ") + nl_geterror(rc));
 }
 
+// "!ENOENT" and the like: a value that could not be read, in its place.
+std::string unreadable(int err) {
+  const char* name = strerrorname_np(err);
+  return "!" + std::string(name ? name : std::to_string(err));
+}
+
+// A small /proc file's text; a missing one is "" when missing is given.
 std::string read_small(const std::string& path, bool* missing = nullptr) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
@@ -160,7 +167,7 @@ std::string read_small(const std::string& path, bool* missing = nullptr) {
       *missing = true;
       return {};
     }
-    return "!" + std::string(strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+    return unreadable(errno);
   }
   // A sysctl gives its whole value to the first read that has room: no
   // second read for the end (580 files, a read is dear in a TCG guest).
@@ -168,7 +175,7 @@ std::string read_small(const std::string& path, bool* missing = nullptr) {
   char buf[4096];
   for (;;) {
     ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
-    if (n < 0) return "!" + std::string(strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+    if (n < 0) return unreadable(errno);
     out.append(buf, static_cast<size_t>(n));
     if (static_cast<size_t>(n) < sizeof buf) break;
   }

@@ -204,8 +204,9 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   page_layout_ = page_header_layout(v.major, v.minor);
   const auto* netns = src_.spec.linux.find_namespace("network");
   if (netns && netns->path.empty() && !(src_.base.empty_ns & CLONE_NEWNET)) {
-    // Only the comparison's cost depends on it: without it, CRIU saves
-    // the namespace as before.
+    // A new namespace's fingerprint, taken now, while the container runs:
+    // the final dump compares the container's with it. Failing here only
+    // means that CRIU saves the namespace with its tools, as before.
     try {
       fresh_netns_ = checkpoint::fresh_netns_fingerprint();
     } catch (const Error& e) {

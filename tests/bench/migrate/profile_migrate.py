@@ -55,7 +55,7 @@ def main():
     ap.add_argument("--pre-copy", type=int, default=0)
     ap.add_argument("--gap", type=float, default=0.2)
     ap.add_argument("--runc", action="store_true", help="also profile the runc way")
-    ap.add_argument("--crx-flags", default="--empty-ns network")
+    ap.add_argument("--crx-flags", default="")
     ap.add_argument("--keep", help="copy the full CRIU logs into this host dir")
     ap.add_argument("--build", default=os.environ.get("CRX_BUILD_DIR", os.path.join(bm.ROOT, "build")))
     a = ap.parse_args()

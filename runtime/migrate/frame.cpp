@@ -60,6 +60,7 @@ std::string_view frame_type_name(FrameType type) {
     case FrameType::PageServerReady: return "page-server-ready";
     case FrameType::RoundDone: return "round-done";
     case FrameType::RoundAck: return "round-ack";
+    case FrameType::Frozen: return "frozen";
     case FrameType::ImageData: return "image-data";
     case FrameType::ImageClose: return "image-close";
     case FrameType::ImageSymlink: return "image-symlink";

@@ -35,6 +35,7 @@ enum class FrameType : uint8_t {
   PageServerReady = 21,  // receiver: connect the page channel now
   RoundDone = 22,     // sender: CRIU finished this round (stats JSON)
   RoundAck = 23,      // receiver: page server finished cleanly
+  Frozen = 24,        // sender: the source froze (final round opened ahead)
   ImageData = 30,     // sender: bytes of one image file at an offset
   ImageClose = 31,    // sender: file complete (name, size)
   ImageSymlink = 32,  // sender: a symlink in the images dir (parent link)

@@ -102,6 +102,7 @@ std::string to_json(const Acceptance& a) {
   json j{{"bundle", a.bundle}, {"need_rootfs", a.need_rootfs}};
   if (a.lazy) j["lazy"] = true;
   if (a.prepare_seconds > 0) j["prepare_seconds"] = a.prepare_seconds;
+  if (a.final_round_ahead) j["final_round_ahead"] = true;
   return j.dump();
 }
 
@@ -113,11 +114,14 @@ Acceptance parse_acceptance(const std::string& text) {
   a.prepare_seconds = opt<double>(j, w, "prepare_seconds", 0.0);
   if (!(a.prepare_seconds >= 0))
     throw Error("malformed accept frame: \"prepare_seconds\" is negative", Cause::Invalid);
+  a.final_round_ahead = opt<bool>(j, w, "final_round_ahead", false);
   return a;
 }
 
 std::string to_json(const RoundStart& r) {
-  return json{{"round", r.round}, {"final", r.final}, {"parent", r.parent}}.dump();
+  json j{{"round", r.round}, {"final", r.final}, {"parent", r.parent}};
+  if (r.ahead) j["ahead"] = true;
+  return j.dump();
 }
 
 RoundStart parse_round_start(const std::string& text) {
@@ -125,6 +129,9 @@ RoundStart parse_round_start(const std::string& text) {
   json j = parse_object(text, w);
   RoundStart r{req<int>(j, w, "round"), req<bool>(j, w, "final"), req<std::string>(j, w, "parent")};
   if (r.round < 1 || r.round > 1000) throw Error("malformed round-start frame: round out of range");
+  r.ahead = opt<bool>(j, w, "ahead", false);
+  if (r.ahead && !r.final)
+    throw Error("malformed round-start frame: only the final round opens ahead", Cause::Invalid);
   return r;
 }
 

@@ -72,12 +72,19 @@ struct Acceptance {
   // How long the receiver took to prepare the restore before this answer
   // (receiver.cpp); 0: not prepared yet (later, or an older receiver).
   double prepare_seconds = 0;
+  // The receiver takes the final round opened before the freeze, followed
+  // by a Frozen frame once the source is frozen (sender.cpp). An older
+  // receiver never says this: the sender then freezes first, as before.
+  bool final_round_ahead = false;
 };
 
 struct RoundStart {
   int round = 0;
   bool final = false;
   std::string parent;          // "../<round-1>" or empty
+  // The final round, opened before the freeze: a Frozen frame follows
+  // before its images (Acceptance::final_round_ahead).
+  bool ahead = false;
 };
 
 struct RoundDone {

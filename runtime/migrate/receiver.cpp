@@ -61,6 +61,7 @@ class Receiver {
       accept_ = dest_.accept(manifest_);
       if (manifest_.lazy && !accept_.lazy)
         throw Error("this destination cannot restore post-copy (--lazy)", Cause::Unsupported);
+      accept_.final_round_ahead = true;  // a Frozen frame tells when the window opens
       make_session_dir();
       // Before the Accept: the sender freezes right after it when it runs
       // no pre-copy round. A bundle still to come is prepared once here.
@@ -151,16 +152,29 @@ class Receiver {
           if (round) throw Error("round-start inside round " + std::to_string(round->round));
           round = parse_round_start(f.payload);
           if (round->round != last_round + 1) throw Error("rounds out of order");
-          if (round->final) frozen_at_ = Clock::now();
           if (manifest_.lazy && !round->final)
             throw Error("a pre-copy round in a post-copy (--lazy) migration");
-          clock_.begin(round->final ? "checkpoint+transfer" : "pre-copy " + std::to_string(round->round));
+          // A sender that opens the final round ahead of the freeze says
+          // when it froze (Frozen); an older one froze before this frame.
+          const bool ahead = round->final && round->ahead;
+          if (round->final && !ahead) frozen_at_ = Clock::now();
+          clock_.begin(!round->final ? "pre-copy " + std::to_string(round->round)
+                       : ahead       ? "open final round"
+                                     : "checkpoint+transfer");
           round_t0 = Clock::now();
           start_round(*round);
           break;
         }
+        case FrameType::Frozen: {
+          if (!round || !round->final || frozen_at_)
+            throw Error("a frozen frame outside the final round's opening");
+          frozen_at_ = round_t0 = Clock::now();
+          clock_.begin("checkpoint+transfer");
+          break;
+        }
         case FrameType::RoundDone: {
           if (!round) throw Error("round-done without a round");
+          if (round->ahead && !frozen_at_) throw Error("round-done before the source froze");
           RoundDone done = parse_round_done(f.payload);
           std::string rdir = dir_ + "/" + std::to_string(round->round);
           if (lazy_channel_) {

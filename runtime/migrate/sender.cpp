@@ -131,6 +131,7 @@ class Sender {
     conn_->send(FrameType::Manifest, to_json(m));
     Acceptance a = parse_acceptance(conn_->expect(FrameType::Accept).payload);
     rep_.prepare_seconds = a.prepare_seconds;
+    final_round_ahead_ = a.final_round_ahead;
     // Negotiated: a receiver that does not say "lazy" (an older crx ignores
     // the manifest's field) would wait for the memory in the final round.
     if (o_.manifest.lazy && !a.lazy)
@@ -173,14 +174,26 @@ class Sender {
 
   void final_dump() {
     check_cancel();
+    ++round_;
+    // The final round's page channel (the destination's page server
+    // started, a TCP connection, its TLS handshake) needs nothing from the
+    // frozen container: opened before the freeze, it leaves the window.
+    std::optional<OpenRound> ahead;
+    if (final_round_ahead_) {
+      clock_.begin("open final round");
+      ahead = open_round(true);
+    }
     clock_.begin("freeze");
     frozen_at_ = Clock::now();
     needs_resume_ = true;  // from here on a failure must thaw the source
     src_.freeze();
-    ++round_;
+    if (ahead) {
+      conn_->send(FrameType::Frozen);  // the receiver's downtime starts here
+      ahead->t0 = *frozen_at_;         // the round's time is the window's
+    }
     clock_.begin("checkpoint+transfer");
     auto last_snapshot = last_snapshot_;
-    RoundReport r = do_round(true);
+    RoundReport r = ahead ? run_round(std::move(*ahead)) : do_round(true);
     // What actually happened, beside the last round's prediction: the
     // pages dirtied from the last pre-copy snapshot to the freeze.
     if (r.seconds > 0) r.throughput = r.page_bytes / r.seconds;
@@ -245,12 +258,20 @@ class Sender {
     lazy_.reset();
   }
 
-  RoundReport do_round(bool final) {
-    RoundReport r;
-    r.round = round_;
-    r.final = final;
+  // A round whose page channel is open: the destination's page server
+  // waits on it for CRIU's pages.
+  struct OpenRound {
+    RoundStart start;
+    UniqueFd page_fd;
+    Clock::time_point t0;
+  };
+
+  RoundReport do_round(bool final) { return run_round(open_round(final)); }
+
+  OpenRound open_round(bool final) {
     auto t0 = Clock::now();
     RoundStart start{round_, final, round_ > 1 ? "../" + std::to_string(round_ - 1) : ""};
+    start.ahead = final && final_round_ahead_;
     conn_->send(FrameType::RoundStart, to_json(start));
     conn_->expect(FrameType::PageServerReady);
 
@@ -264,10 +285,20 @@ class Sender {
     const bool lazy = final && o_.manifest.lazy;
     set_socket_timeouts(page_fd.get(), o_.timeout, !lazy);
     detect_dead_peer(page_fd.get(), o_.timeout);
+    return OpenRound{start, std::move(page_fd), t0};
+  }
 
-    std::string dir = o_.work_dir + "/" + std::to_string(round_);
+  RoundReport run_round(OpenRound open) {
+    const RoundStart& start = open.start;
+    const bool final = start.final;
+    const bool lazy = final && o_.manifest.lazy;
+    UniqueFd page_fd = std::move(open.page_fd);
+    RoundReport r;
+    r.round = start.round;
+    r.final = final;
+    std::string dir = o_.work_dir + "/" + std::to_string(start.round);
     mkdir_p(dir, 0700);
-    ImageStreamer streamer(*conn_, dir, std::to_string(round_));
+    ImageStreamer streamer(*conn_, dir, std::to_string(start.round));
     streamer.start();
     auto c0 = Clock::now();  // CRIU starts: its snapshot of the dirty pages
     since_prev_snapshot_ = last_snapshot_ ? std::chrono::duration<double>(c0 - *last_snapshot_).count() : 0;
@@ -297,7 +328,7 @@ class Sender {
     r.image_bytes = streamer.finish();
     conn_->send(FrameType::RoundDone, to_json(RoundDone{r.image_bytes, criu_s}));
     r.page_bytes = parse_round_ack(conn_->expect(FrameType::RoundAck).payload).page_bytes;
-    r.seconds = seconds_since(t0);
+    r.seconds = seconds_since(open.t0);
     return r;
   }
 
@@ -347,6 +378,7 @@ class Sender {
   std::string session_;
   std::optional<FrameConn> conn_;
   int round_ = 0;
+  bool final_round_ahead_ = false;  // the receiver takes Frozen (Acceptance)
   bool needs_resume_ = false;
   bool committing_ = false;
   bool lazy_phase_ = false;  // resumed on the destination, pages in flight

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -304,6 +305,7 @@ struct FakeDestination : DestinationSide {
     return std::make_unique<FakePreparedRestore>(*this);
   }
   std::unique_ptr<PageSink> start_page_server(const std::string& dir, crx::UniqueFd ch) override {
+    if (events) events->add("page server for round " + dir.substr(dir.rfind('/') + 1));
     return std::make_unique<FakePageSink>(dir, std::move(ch));
   }
   int restore(PreparedRestore& prepared, const std::string& dir, const Manifest&,
@@ -546,6 +548,12 @@ TEST(MigrateProtocol, RestoreFailureResumesTheSource) {
 // A failure at the freeze (after one pre-copy round): both ends roll back,
 // the source is thawed, nothing was dumped or restored; the sender's error
 // contains `why`.
+// Nothing of a migration left in a receiver's image root.
+bool empty_or_absent(const std::string& dir) {
+  std::error_code ec;
+  return !std::filesystem::exists(dir, ec) || std::filesystem::is_empty(dir, ec);
+}
+
 void expect_thawed_before_any_dump(Harness& h, const std::string& why) {
   h.pre_copy = 1;
   Outcome r = h.run();
@@ -557,6 +565,10 @@ void expect_thawed_before_any_dump(Harness& h, const std::string& why) {
   EXPECT_EQ(h.src.resumes, 1);
   EXPECT_EQ(h.src.destroys, 0);
   EXPECT_EQ(h.dst.restores, 0);
+  // The final round was open (its page server started) before the freeze
+  // failed: nothing of it stays on the destination.
+  EXPECT_GE(h.events.at("page server for round 2"), 0);
+  EXPECT_TRUE(empty_or_absent(h.root + "/dst")) << "the receiver's session dir";
 }
 
 TEST(MigrateProtocol, RefusalOnceFrozenThawsTheSourceBeforeAnyDump) {
@@ -726,6 +738,108 @@ TEST(MigratePreparedRestore, SwitchedOffItIsPreparedInTheFrozenWindow) {
   EXPECT_EQ(r.sender.prepare_seconds, 0);
   EXPECT_EQ(r.receiver.prepare_seconds, 0);
   EXPECT_EQ(r.sender.to_json().find("\"prepare_seconds\""), std::string::npos);
+}
+
+// The final round's page channel (the destination's page server, the TCP
+// connection and its handshake) is opened before the freeze: the frozen
+// window holds the dump. Both reports' downtime starts at the freeze.
+TEST(MigrateProtocol, TheFinalRoundsChannelOpensBeforeTheFreeze) {
+  Harness h;
+  h.pre_copy = 1;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  ASSERT_EQ(r.receiver.outcome, "migrated") << r.receiver.error;
+  // The sender froze only once its page channel was through the handshake.
+  EXPECT_LT(phase_index(r.sender, "open final round"), phase_index(r.sender, "freeze"));
+  for (const MigrationReport* rep : {&r.sender, &r.receiver}) {
+    int open = phase_index(*rep, "open final round");
+    EXPECT_GE(open, 0) << rep->to_text();
+    EXPECT_LT(open, phase_index(*rep, "checkpoint+transfer")) << rep->to_text();
+  }
+  EXPECT_EQ(h.dst.restored_core, "core of round 2");
+  EXPECT_EQ(h.src.destroys, 1);
+}
+
+// An older crx receive does not say final_round_ahead: the sender freezes
+// first and opens the final round in the window, as before.
+TEST(MigrateProtocol, AnOlderReceiverGetsTheFinalRoundAfterTheFreeze) {
+  std::string root = temp_dir();
+  auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
+  Events events;
+  TcpListener listener(parse_host_port("127.0.0.1:0"));
+  auto receiver = std::async(std::launch::async, [&] {
+    FrameConn c(listener.accept(10s), "sender");
+    c.set_timeout(10s);
+    authenticate_as_server(c, key, crx::test::protocol_test_wire());
+    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
+    c.send(FrameType::Accept, R"({"bundle":")" + m.bundle + R"(","need_rootfs":false})");
+    RoundStart start = parse_round_start(c.expect(FrameType::RoundStart).payload);
+    bool frozen_first = events.at("source frozen") >= 0;
+    c.send(FrameType::Error, "enough");
+    return std::pair{start, frozen_first};
+  });
+  FakeSource src;
+  src.events = &events;
+  SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), key, root);
+  so.manifest.bundle = "/b";
+  auto rep = migrate_out(src, so);
+  auto [start, frozen_first] = receiver.get();
+  EXPECT_TRUE(start.final);
+  EXPECT_FALSE(start.ahead);
+  EXPECT_TRUE(frozen_first);
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_EQ(src.resumes, 1);
+  EXPECT_EQ(phase_index(rep, "open final round"), -1);
+  crx::remove_tree(root);
+}
+
+// A Frozen frame belongs to a final round opened ahead, once.
+TEST(MigrateProtocol, AFrozenFrameOutsideAnOpenedFinalRoundIsRefused) {
+  Harness h;
+  TcpListener listener(parse_host_port("127.0.0.1:0"));
+  ReceiverOptions ro;
+  ro.wire = crx::test::protocol_test_wire();
+  ro.key = &h.key;
+  ro.image_root = h.root + "/dst";
+  ro.timeout = 5s;
+  auto receiver = std::async(std::launch::async, [&] {
+    std::string peer;
+    auto fd = listener.accept(10s, &peer);
+    return receive_one(listener, std::move(fd), peer, h.dst, ro);
+  });
+  FrameConn c(connect_tcp(parse_host_port("127.0.0.1:" + std::to_string(listener.port())), 5s),
+              "receiver");
+  c.set_timeout(5s);
+  authenticate_as_client(c, Credentials{crx::test::protocol_test_wire(), &h.key}, "control",
+                         "s1");
+  Manifest m;
+  m.id = "c1";
+  m.bundle = "/b";
+  m.config_sha256 = "00";
+  c.send(FrameType::Manifest, to_json(m));
+  EXPECT_TRUE(parse_acceptance(c.expect(FrameType::Accept).payload).final_round_ahead);
+  c.send(FrameType::Frozen);
+  auto rep = receiver.get();
+  EXPECT_EQ(rep.outcome, "rolled back");
+  EXPECT_NE(rep.error.find("a frozen frame outside the final round's opening"), std::string::npos)
+      << rep.error;
+  EXPECT_TRUE(empty_or_absent(h.root + "/dst"));
+  EXPECT_EQ(h.dst.restores, 0);
+}
+
+TEST(MigrateProtocol, RoundStartAheadIsForTheFinalRoundOnly) {
+  RoundStart fin{3, true, "../2"};
+  fin.ahead = true;
+  EXPECT_TRUE(parse_round_start(to_json(fin)).ahead);
+  EXPECT_FALSE(parse_round_start(to_json(RoundStart{3, true, "../2"})).ahead);
+  EXPECT_EQ(to_json(RoundStart{3, true, "../2"}).find("ahead"), std::string::npos);  // as before
+  EXPECT_THROW(parse_round_start(R"({"round":1,"final":false,"parent":"","ahead":true})"),
+               crx::Error);
+  EXPECT_FALSE(parse_acceptance(R"({"bundle":"/b","need_rootfs":false})").final_round_ahead);
+  Acceptance a{"/b", false};
+  a.final_round_ahead = true;
+  EXPECT_TRUE(parse_acceptance(to_json(a)).final_round_ahead);
+  EXPECT_EQ(frame_type_name(FrameType::Frozen), "frozen");
 }
 
 TEST(MigrateProtocol, RefusedManifestIsReportedToTheSender) {

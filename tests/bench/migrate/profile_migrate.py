@@ -57,6 +57,9 @@ def main():
     ap.add_argument("--runc", action="store_true", help="also profile the runc way")
     ap.add_argument("--crx-flags", default="")
     ap.add_argument("--keep", help="copy the full CRIU logs into this host dir")
+    ap.add_argument("--crx-debug", action="store_true",
+                    help="the profiled move's crx commands log at debug level, with times "
+                         "(crx-g0.log, crx-g1.log among the kept logs)")
     ap.add_argument("--build", default=os.environ.get("CRX_BUILD_DIR", os.path.join(bm.ROOT, "build")))
     a = ap.parse_args()
     crx = os.path.join(a.build, "crx")
@@ -70,7 +73,8 @@ def main():
         keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx-migrate/out-*", dst="/tmp/logs")),
                 tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst="/tmp/logs"))]
         time.sleep(1)
-        r = bm.crx_way(tb, crx, a.mib, "prof", a.pre_copy, a.crx_flags)
+        logged = f"{crx} --debug --log /tmp/crx.log" if a.crx_debug else crx
+        r = bm.crx_way(tb, logged, a.mib, "prof", a.pre_copy, a.crx_flags)
         for h in keep:
             tb.kill(h)
         print("sender:", bm.phases(r["report"]))
@@ -87,6 +91,8 @@ def main():
         os.makedirs(logs, exist_ok=True)
         for k in (0, 1):
             bm.sh(tb, k, f"cp /tmp/logs/* {logs}/")
+            if a.crx_debug:
+                bm.sh(tb, k, f"cp /tmp/crx.log {logs}/crx-g{k}.log")
         if a.runc:
             r = bm.runc_way(tb, a.mib, "rprof", keep_logs=logs)
             print("\nrunc way:", r["phases"])

@@ -287,7 +287,9 @@ void CriuSource::run_dump(
     page_fd = dedup->criu_end();
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
+  log::debug("migrate: " + id_ + ": CRIU's " + log + " begins");
   criu_call(o, {});
+  log::debug("migrate: " + id_ + ": CRIU's " + log + " ended");
   if (dedup) last_round_.dedup = dedup->finish();
   last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);
   last_round_.netns_moved_empty = netns_empty;

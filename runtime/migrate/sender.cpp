@@ -9,6 +9,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/log.hpp"
 #include "migrate/image_stream.hpp"
 #include "migrate/kernel_tls.hpp"
 #include "migrate/precopy.hpp"
@@ -326,8 +327,11 @@ class Sender {
     double criu_s = seconds_since(c0);
     page_fd.reset();
     r.image_bytes = streamer.finish();
+    log::debug("migrate: round " + std::to_string(start.round) + ": " +
+               std::to_string(r.image_bytes) + " bytes of images sent");
     conn_->send(FrameType::RoundDone, to_json(RoundDone{r.image_bytes, criu_s}));
     r.page_bytes = parse_round_ack(conn_->expect(FrameType::RoundAck).payload).page_bytes;
+    log::debug("migrate: round " + std::to_string(start.round) + " acknowledged");
     r.seconds = seconds_since(open.t0);
     return r;
   }

@@ -13,8 +13,10 @@ namespace {
 }  // namespace
 
 nlohmann::json CarriedState::to_json() const {
-  return {{"resources", resources}, {"annotations", annotations}, {"owner", owner},
-          {"pid_file", pid_file},   {"paused", paused}};
+  nlohmann::json j{{"resources", resources}, {"annotations", annotations}, {"owner", owner},
+                   {"pid_file", pid_file},   {"paused", paused}};
+  if (!net_sysctls.empty()) j["net_sysctls"] = net_sysctls;
+  return j;
 }
 
 CarriedState CarriedState::from_json(const nlohmann::json& j) {
@@ -28,6 +30,10 @@ CarriedState CarriedState::from_json(const nlohmann::json& j) {
     c.owner = j.value("owner", "");
     c.pid_file = j.value("pid_file", "");
     c.paused = j.value("paused", false);
+    if (j.contains("net_sysctls"))
+      c.net_sysctls = j.at("net_sysctls").get<std::map<std::string, std::string>>();
+    for (const auto& [path, value] : c.net_sysctls)
+      if (!path.starts_with("net/") || path.find("..") != std::string::npos) malformed("net_sysctls");
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string(kCarriedStateFile) + ": " + e.what());
   }

@@ -3,7 +3,9 @@
 // the destination of `crx migrate` make the same container again: the
 // resources as `crx update` left them (the bundle's config.json still has
 // the ones from create), the annotations and owner, the pid file the
-// creator named, and whether it was paused. CRIU carries none of these: it
+// creator named, whether it was paused, and the network sysctls that a new
+// namespace would not have and CRIU does not carry (fresh_netns.hpp).
+// CRIU carries none of these: it
 // restores into the cgroup crx makes (cgroup properties are not restored
 // into an existing cgroup in its default mode) and a cgroup v2 freezer
 // state not at all.
@@ -26,6 +28,9 @@ struct CarriedState {
   std::string owner;
   std::string pid_file;      // absolute, "" = none
   bool paused = false;
+  // Path under /proc/sys -> value: set in the restored container's network
+  // namespace before it resumes (empty: none; omitted from the JSON).
+  std::map<std::string, std::string> net_sysctls;
 
   nlohmann::json to_json() const;
   // Throws crx::Error naming the field when it is malformed.

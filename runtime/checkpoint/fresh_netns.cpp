@@ -25,6 +25,8 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <string_view>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -261,13 +263,75 @@ std::string netns_fingerprint(int netns_fd) {
 
 std::string fresh_netns_fingerprint() { return netns_fingerprint(-1); }
 
-bool netns_is_fresh(pid_t pid, const std::string& fresh, std::string* why) {
+namespace {
+
+constexpr std::string_view kSysctlLine = "sysctl ";
+constexpr std::string_view kSysctlIs = " = ";
+
+UniqueFd netns_of(pid_t pid) {
   std::string path = "/proc/" + std::to_string(pid) + "/ns/net";
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) throw_errno("network namespace of the container (" + path + ")");
-  auto diff = fingerprint_difference(netns_fingerprint(fd.get()), fresh);
-  if (diff && why) *why = *diff;
-  return !diff;
+  return fd;
+}
+
+// A fingerprint split into its configuration lines and its sysctls.
+std::pair<std::string, NetSysctls> split_fingerprint(const std::string& fp) {
+  std::string config;
+  NetSysctls sysctls;
+  std::istringstream in(fp);
+  for (std::string l; std::getline(in, l);) {
+    size_t is = l.find(kSysctlIs);
+    if (l.starts_with(kSysctlLine) && is != std::string::npos) {
+      sysctls[l.substr(kSysctlLine.size(), is - kSysctlLine.size())] = l.substr(is + kSysctlIs.size());
+    } else {
+      config += l + "\n";
+    }
+  }
+  return {config, sysctls};
+}
+
+}  // namespace
+
+NetnsComparison compare_netns_with_fresh(pid_t pid, const std::string& fresh) {
+  UniqueFd ns = netns_of(pid);
+  NetnsComparison out;
+  in_netns(ns.get(), [&] {
+    auto [config, sysctls] = split_fingerprint(fingerprint_here());
+    auto [fresh_config, fresh_sysctls] = split_fingerprint(fresh);
+    out.config_difference = fingerprint_difference(config, fresh_config);
+    for (auto& [path, value] : sysctls) {
+      auto f = fresh_sysctls.find(path);
+      if (f != fresh_sysctls.end() && f->second == value) continue;
+      if (value.starts_with("!")) continue;  // unreadable here: nothing to carry
+      if (::access(("/proc/sys/" + path).c_str(), W_OK) != 0) continue;  // the kernel's own
+      out.changed_sysctls[path] = value;
+    }
+  });
+  return out;
+}
+
+bool criu_carries_sysctl(const std::string& path) {
+  return path.starts_with("net/ipv4/conf/") || path.starts_with("net/ipv6/conf/") ||
+         path == "net/unix/max_dgram_qlen";
+}
+
+void apply_net_sysctls(pid_t pid, const NetSysctls& sysctls) {
+  if (sysctls.empty()) return;
+  UniqueFd ns = netns_of(pid);
+  in_netns(ns.get(), [&] {
+    for (const auto& [path, value] : sysctls) {
+      if (path.find("..") != std::string::npos || !path.starts_with("net/"))
+        throw Error("network sysctl \"" + path + "\": not a path under /proc/sys/net",
+                    Cause::Invalid);
+      std::string file = "/proc/sys/" + path;
+      UniqueFd fd(::open(file.c_str(), O_WRONLY | O_CLOEXEC));
+      if (!fd) throw_errno("setting network sysctl " + path + " in the restored namespace");
+      std::string text = value + "\n";
+      ssize_t n = retry_eintr([&] { return ::write(fd.get(), text.data(), text.size()); });
+      if (n < 0) throw_errno("setting network sysctl " + path + " to \"" + value + "\"");
+    }
+  });
 }
 
 std::optional<std::string> fingerprint_difference(const std::string& now,

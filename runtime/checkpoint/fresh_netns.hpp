@@ -15,6 +15,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -36,10 +37,34 @@ std::string fresh_netns_fingerprint();
 std::optional<std::string> fingerprint_difference(const std::string& now,
                                                   const std::string& fresh);
 
-// Whether the network namespace of pid has exactly fresh (a
-// fresh_netns_fingerprint() of this host). On a difference, where it is
-// goes into *why (when given).
-bool netns_is_fresh(pid_t pid, const std::string& fresh, std::string* why = nullptr);
+// Sysctls by their path under /proc/sys ("net/ipv4/ip_forward"), with
+// their values as read (no trailing newline).
+using NetSysctls = std::map<std::string, std::string>;
+
+// How the network namespace of pid departs from a new one (fresh: a
+// fresh_netns_fingerprint() of this host), in two parts. The network
+// configuration (links, addresses, routes, rules, nftables and legacy
+// tables): where it first differs, nullopt when it is as a new one's. And
+// the sysctls whose value differs from a new namespace's, with the value
+// pid's namespace has; only writable ones (the kernel's own read-only
+// values are alike wherever they are the same kernel's), only readable
+// ones (a value that cannot be read cannot be carried).
+struct NetnsComparison {
+  std::optional<std::string> config_difference;
+  NetSysctls changed_sysctls;
+};
+NetnsComparison compare_netns_with_fresh(pid_t pid, const std::string& fresh);
+
+// The sysctls CRIU 3.17 saves and restores with a network namespace it
+// dumps (criu/net.c): every device's ipv4 and ipv6 `conf` entries and
+// net.unix.max_dgram_qlen. A dump that keeps the namespace carries these;
+// every other one is crx's to carry.
+bool criu_carries_sysctl(const std::string& path);
+
+// Writes each sysctl in the network namespace of pid, in the map's order
+// ("conf/all" before "conf/default" before a device's). Throws Error
+// naming the sysctl that could not be written, with its errno.
+void apply_net_sysctls(pid_t pid, const NetSysctls& sysctls);
 
 // Runs fn on a thread of its own in the network namespace netns_fd (-1: a
 // new one); rethrows what fn throws.

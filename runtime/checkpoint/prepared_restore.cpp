@@ -11,6 +11,7 @@
 #include "checkpoint/image_dirs.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
+#include "checkpoint/fresh_netns.hpp"
 #include "checkpoint/nft_lock_tables.hpp"
 #include "checkpoint/recreated_mounts.hpp"
 #include "checkpoint/restore_guard.hpp"
@@ -23,7 +24,17 @@
 #include "rdma/plugin_stats.hpp"
 
 namespace crx::checkpoint {
+
 namespace {
+
+// Into the restored init's network namespace; init 0: CRIU named none.
+void apply_carried_sysctls(pid_t init, const NetSysctls& sysctls) {
+  if (sysctls.empty()) return;
+  if (init <= 0)
+    throw Error("restore: CRIU named no restored init to set the carried network sysctls in",
+                Cause::Other);
+  apply_net_sysctls(init, sysctls);
+}
 
 // Bind mounts and masked files as CRIU external mounts (key: the
 // destination, value: the source on this host). CRIU mounts onto the
@@ -241,6 +252,9 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
         // The verbs plugin's late hook ran before this: it says in the
         // images dir whether the objects came back (it cannot fail CRIU).
         rdma::check_verbs_restore(images_dir);
+        // The network sysctls the dump did not carry, set before a single
+        // instruction of the container runs (fresh_netns.hpp).
+        if (carried) apply_carried_sysctls(restored, carried->net_sysctls);
         // A paused container stays paused: frozen while CRIU still holds
         // its tasks (as CRIU restores a v1 freezer state), so not one
         // instruction of theirs runs when CRIU lets them go.
@@ -262,6 +276,7 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     pid_t pid = criu->run(o, notify);
     criu.reset();
     if (!held) rdma::check_verbs_restore(images_dir);
+    if (!held && carried) apply_carried_sysctls(pid > 0 ? pid : restored, carried->net_sysctls);
     if (!held && paused_again) cg_->freeze();
     if (!held && hold) hold();
     if (pid <= 0) pid = restored;

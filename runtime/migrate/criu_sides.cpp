@@ -216,33 +216,44 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   }
 }
 
-bool CriuSource::leave_fresh_netns_empty(checkpoint::DumpOptions& o) const {
-  if (fresh_netns_.empty()) return false;
-  std::string why;
+CriuSource::NetnsAtFreeze CriuSource::check_netns() const {
+  NetnsAtFreeze out;
+  if (fresh_netns_.empty()) return out;
   const auto t0 = std::chrono::steady_clock::now();
+  checkpoint::NetnsComparison c;
   try {
-    if (!checkpoint::netns_is_fresh(src_.pid, fresh_netns_, &why)) {
-      log::debug("migrate: " + id_ + "'s network namespace was configured (" + why +
-                 "): CRIU saves it");
-      return false;
-    }
+    c = checkpoint::compare_netns_with_fresh(src_.pid, fresh_netns_);
   } catch (const Error& e) {
-    log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools: " +
-              e.what());
-    return false;
+    log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools, " +
+              "without the sysctls CRIU does not save: " + e.what());
+    return out;
   }
+  out.moves_empty = !c.config_difference;
+  // Moved empty, the namespace takes none of its sysctls along; kept, CRIU
+  // restores its devices' conf entries itself.
+  for (auto& [path, value] : c.changed_sysctls)
+    if (out.moves_empty || !checkpoint::criu_carries_sysctl(path)) out.carried[path] = value;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0).count();
-  log::debug("migrate: " + id_ + "'s network namespace is as a new one (compared in " +
-             std::to_string(ms) + " ms): it moves empty");
-  o.empty_ns |= CLONE_NEWNET;
-  return true;
+  log::debug("migrate: " + id_ + "'s network namespace " +
+             (out.moves_empty ? "is configured as a new one: it moves empty"
+                              : "was configured (" + *c.config_difference + "): CRIU saves it") +
+             "; " + std::to_string(out.carried.size()) + " sysctls carried by crx (compared in " +
+             std::to_string(ms) + " ms)");
+  return out;
+}
+
+void CriuSource::write_carried_state(const std::string& images_dir,
+                                     const NetnsAtFreeze& net) const {
+  checkpoint::CarriedState c = checkpoint::carried_state_of(src_.state, src_.paused);
+  c.net_sysctls = net.carried;
+  checkpoint::write_carried_state(images_dir, c);
 }
 
 void CriuSource::run_dump(
     void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
     const std::string& images_dir, std::string parent, int page_fd, const char* log,
-    bool final_dump, ParentPages parent_pages) {
+    bool final_dump, ParentPages parent_pages, bool netns_empty) {
   // Checking CRIU's parent pages is the page filter's work: without it, the
   // dump takes no parent and CRIU sends every page.
   const bool check_parent = parent_pages == ParentPages::Check && !parent.empty();
@@ -264,7 +275,7 @@ void CriuSource::run_dump(
     checkpoint::add_recreated_mounts(o, src_, images_dir);
     o.plugins = needs_verbs_plugin();
   }
-  const bool netns_empty = final_dump && leave_fresh_netns_empty(o);
+  if (netns_empty) o.empty_ns |= CLONE_NEWNET;
   // A migration's dumps lift their lock themselves (network_lock.hpp). A
   // namespace moved empty brings no iptables chain to guard connections
   // with (it can have none): the lock in CRIU's process does.
@@ -329,14 +340,16 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
   // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
   // puts it back to frozen after the dump instead of letting it run.
   // What CRIU does not carry goes with the images (streamed like them).
-  checkpoint::write_carried_state(images_dir,
-                                  checkpoint::carried_state_of(src_.state, src_.paused));
-  run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true, parent_pages);
+  const NetnsAtFreeze net = check_netns();
+  write_carried_state(images_dir, net);
+  run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true, parent_pages,
+           net.moves_empty);
+  last_round_.net_sysctls_carried = net.carried.size();
 }
 
 std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {
-  checkpoint::write_carried_state(images_dir,
-                                  checkpoint::carried_state_of(src_.state, src_.paused));
+  const NetnsAtFreeze net = check_netns();
+  write_carried_state(images_dir, net);
   UniqueFd images = open_dir(images_dir);
   UniqueFd work = open_dir(images_dir + ".work");
   checkpoint::DumpOptions o = src_.base;
@@ -346,7 +359,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   o.leave_running = true;
   checkpoint::add_recreated_mounts(o, src_, images_dir);
   o.plugins = needs_verbs_plugin();
-  leave_fresh_netns_empty(o);
+  if (net.moves_empty) o.empty_ns |= CLONE_NEWNET;
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
                                         std::move(page_fd));
 }

@@ -6,6 +6,7 @@
 
 #include "checkpoint/container_checkpoint.hpp"
 #include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/fresh_netns.hpp"
 #include "migrate/inventory.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/sides.hpp"
@@ -46,21 +47,30 @@ class CriuSource : public SourceSide {
 
  private:
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
-  // sibling as work dir, pages to page_fd.
+  // sibling as work dir, pages to page_fd; netns_empty: the container's
+  // network namespace is left out (check_netns).
   void run_dump(void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
                 const std::string& images_dir, std::string parent, int page_fd, const char* log,
-                bool final_dump, ParentPages parent_pages);
+                bool final_dump, ParentPages parent_pages, bool netns_empty = false);
   // The processes in the container's cgroup (host pids).
   std::vector<pid_t> container_pids() const;
   // Does a final dump need CRIU's verbs plugin (a task holds a verbs
   // context)? Without one, CRIU loads no plugin: that is 0.09 s less of
   // frozen time (tests/bench/migrate README).
   bool needs_verbs_plugin() const;
-  // A final dump leaves out the container's own network namespace when it
-  // is as a new one (checkpoint/fresh_netns.hpp): CRIU's restore makes a
-  // new one instead of running its network tools on both ends (~5 s of a
-  // guest's frozen window). Returns whether it did.
-  bool leave_fresh_netns_empty(checkpoint::DumpOptions& o) const;
+  // The container's own network namespace at the freeze, against a new
+  // one (checkpoint/fresh_netns.hpp). Its configuration as a new one's:
+  // the final dump leaves it out and CRIU's restore makes a new one
+  // instead of running its network tools on both ends (~5 s of a guest's
+  // frozen window). Its sysctls that differ from a new one's and that the
+  // dump does not carry go with crx's carried state.
+  struct NetnsAtFreeze {
+    bool moves_empty = false;
+    checkpoint::NetSysctls carried;
+  };
+  NetnsAtFreeze check_netns() const;
+  // crx's carried state, with what check_netns() found.
+  void write_carried_state(const std::string& images_dir, const NetnsAtFreeze& net) const;
   container::GlobalOptions g_;
   std::string id_;
   bool tcp_established_ = false;

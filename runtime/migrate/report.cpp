@@ -200,6 +200,8 @@ std::string MigrationReport::to_text() const {
       out += "; " + human_bytes(r.parent_pages_checked * 4096) + " CRIU took from the parent checked, " +
              human_bytes(r.parent_pages_changed * 4096) + " of it changed and sent";
     if (r.netns_moved_empty) out += "; network namespace as a new one, moved empty";
+    if (r.net_sysctls_carried > 0)
+      out += "; " + std::to_string(r.net_sysctls_carried) + " network sysctls carried by crx";
     if (r.criu) {
       // A dump writes the pages while the tasks are frozen (CRIU times the
       // write inside the memory dump); a pre-dump after it lets them go.
@@ -293,6 +295,7 @@ std::string MigrationReport::to_json() const {
       jr["parent_changed_bytes"] = r.parent_pages_changed * 4096;
     }
     if (r.netns_moved_empty) jr["network_namespace_moved_empty"] = true;
+    if (r.net_sysctls_carried > 0) jr["network_sysctls_carried"] = r.net_sysctls_carried;
     if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
     if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;
     if (r.dirty_rate > 0) jr["dirty_bytes_per_second"] = r.dirty_rate;

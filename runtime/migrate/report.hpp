@@ -49,6 +49,7 @@ struct RoundReport {
   // Final dump: the container's network namespace, as a new one (nobody
   // configured it), moved without CRIU's network tools (sides.hpp).
   bool netns_moved_empty = false;
+  size_t net_sysctls_carried = 0;  // network sysctls crx carried (RoundStats)
   // CRIU's own account of the round (its stats-dump): how long it kept the
   // container frozen, and of that the memory dump and write.
   std::optional<checkpoint::CriuDumpStats> criu;

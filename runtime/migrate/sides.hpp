@@ -25,6 +25,8 @@ struct RoundStats {
   // Final dump: the container's own network namespace was as a new one
   // and moved as CRIU's empty namespace (checkpoint/fresh_netns.hpp).
   bool netns_moved_empty = false;
+  // Network sysctls crx carried itself (CriuSource::check_netns).
+  size_t net_sysctls_carried = 0;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU

@@ -50,13 +50,16 @@ TEST(FreshNetns, ACrxContainersOwnNamespaceIsFresh) {
   {
     Running c;
     id = c.id;
-    std::string why;
-    EXPECT_TRUE(checkpoint::netns_is_fresh(init_pid(c.id), fresh, &why)) << why;
+    auto cmp = checkpoint::compare_netns_with_fresh(init_pid(c.id), fresh);
+    EXPECT_EQ(cmp.config_difference, std::nullopt) << *cmp.config_difference;
+    EXPECT_TRUE(cmp.changed_sysctls.empty());
     // Configured (as a CNI plugin would, from the host): not any more.
     auto r = run_sh("nsenter -t " + std::to_string(init_pid(c.id)) + " -n ip link set lo up");
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_FALSE(checkpoint::netns_is_fresh(init_pid(c.id), fresh, &why));
-    EXPECT_NE(why.find("127.0.0.1"), std::string::npos) << why;
+    cmp = checkpoint::compare_netns_with_fresh(init_pid(c.id), fresh);
+    ASSERT_TRUE(cmp.config_difference.has_value());
+    EXPECT_NE(cmp.config_difference->find("127.0.0.1"), std::string::npos)
+        << *cmp.config_difference;
   }
   expect_nothing_left(id);
 }
@@ -92,6 +95,52 @@ TEST(FreshNetns, EveryKindOfConfigurationIsSeen) {
     EXPECT_NE(netns_fingerprint(ns.get()).find(c.seen), std::string::npos)
         << c.command << ": " << *diff;
   }
+}
+
+// Sysctls are told apart from the configuration: a namespace whose only
+// change is a sysctl is configured as a new one, and the sysctl is what
+// crx carries. Set in another container's namespace, the carried values
+// make it alike.
+TEST(FreshNetns, ChangedSysctlsAreCarriedApartFromTheConfiguration) {
+  CRX_REQUIRE_ROOT();
+  std::string fresh = fresh_netns_fingerprint();
+  std::string id1, id2;
+  {
+    Running a, b;
+    id1 = a.id;
+    id2 = b.id;
+    auto r = run_sh("nsenter -t " + std::to_string(init_pid(a.id)) +
+                    " -n sysctl -qw net.ipv4.tcp_keepalive_time=1234 "
+                    "net.ipv4.ip_unprivileged_port_start=80 net.ipv4.conf.lo.forwarding=1");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto cmp = checkpoint::compare_netns_with_fresh(init_pid(a.id), fresh);
+    EXPECT_EQ(cmp.config_difference, std::nullopt) << *cmp.config_difference;
+    checkpoint::NetSysctls want{{"net/ipv4/conf/lo/forwarding", "1"},
+                                {"net/ipv4/ip_unprivileged_port_start", "80"},
+                                {"net/ipv4/tcp_keepalive_time", "1234"}};
+    EXPECT_EQ(cmp.changed_sysctls, want);
+    EXPECT_TRUE(checkpoint::criu_carries_sysctl("net/ipv4/conf/lo/forwarding"));
+    EXPECT_TRUE(checkpoint::criu_carries_sysctl("net/ipv6/conf/all/disable_ipv6"));
+    EXPECT_TRUE(checkpoint::criu_carries_sysctl("net/unix/max_dgram_qlen"));
+    EXPECT_FALSE(checkpoint::criu_carries_sysctl("net/ipv4/tcp_keepalive_time"));
+
+    checkpoint::apply_net_sysctls(init_pid(b.id), cmp.changed_sysctls);
+    auto other = checkpoint::compare_netns_with_fresh(init_pid(b.id), fresh);
+    EXPECT_EQ(other.changed_sysctls, want);
+
+    // A sysctl this kernel lacks: an error that names it, with its errno.
+    try {
+      checkpoint::apply_net_sysctls(init_pid(b.id), {{"net/ipv4/crx_no_such_sysctl", "1"}});
+      ADD_FAILURE() << "an unknown sysctl was set";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("net/ipv4/crx_no_such_sysctl"), std::string::npos)
+          << e.what();
+      EXPECT_EQ(e.sys_errno(), ENOENT) << e.what();
+    }
+    EXPECT_THROW(checkpoint::apply_net_sysctls(init_pid(b.id), {{"kernel/hostname", "x"}}), Error);
+  }
+  expect_nothing_left(id1);
+  expect_nothing_left(id2);
 }
 
 TEST(FreshNetns, ADifferenceSaysWhatIsThereAndWhatIsNot) {

@@ -48,6 +48,20 @@ TEST(CarriedState, RoundTripsThroughTheImagesDir) {
   crx::remove_tree(dir);
 }
 
+TEST(CarriedState, CarriesNetworkSysctlsOnlyUnderNet) {
+  CarriedState c = crx::checkpoint::carried_state_of(updated_container(), false);
+  EXPECT_FALSE(c.to_json().contains("net_sysctls")) << "none: as older crx wrote it";
+  c.net_sysctls = {{"net/ipv4/ip_unprivileged_port_start", "0"},
+                   {"net/ipv4/ping_group_range", "0\t2147483647"}};
+  CarriedState back = CarriedState::from_json(c.to_json());
+  EXPECT_EQ(back.net_sysctls, c.net_sysctls);
+  for (const char* bad : {R"({"net_sysctls": {"kernel/hostname": "x"}})",
+                          R"({"net_sysctls": {"net/../kernel/hostname": "x"}})",
+                          R"({"net_sysctls": {"net/ipv4/ip_forward": 1}})"}) {
+    EXPECT_THROW(CarriedState::from_json(nlohmann::json::parse(bad)), crx::Error) << bad;
+  }
+}
+
 TEST(CarriedState, ReplacesOnlyTheResourcesOfTheBundlesConfig) {
   auto bundle = nlohmann::json::parse(R"({
     "ociVersion": "1.0.2", "process": {"args": ["sh"]},

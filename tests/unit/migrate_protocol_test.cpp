@@ -185,6 +185,7 @@ struct FakeSource : SourceSide {
       s.dedup.parent_pages_checked = 1024;
       s.dedup.parent_pages_changed = 256;
       s.netns_moved_empty = true;  // its network namespace as a new one
+      s.net_sysctls_carried = 2;   // and two sysctls crx carried
     }
     s.criu.emplace();
     s.criu->frozen_seconds = 0.25;
@@ -454,6 +455,9 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_NE(r.sender.to_text().find("network namespace as a new one, moved empty"), std::string::npos)
       << r.sender.to_text();
   EXPECT_NE(r.sender.to_json().find("\"network_namespace_moved_empty\":true"), std::string::npos);
+  EXPECT_NE(r.sender.to_text().find("2 network sysctls carried by crx"), std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"network_sysctls_carried\":2"), std::string::npos);
   // And CRIU's own account of each round.
   ASSERT_TRUE(r.sender.rounds[3].criu);
   EXPECT_DOUBLE_EQ(r.sender.rounds[3].criu->frozen_seconds, 0.25);

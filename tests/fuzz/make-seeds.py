@@ -91,7 +91,7 @@ put("fuzz_state", "state-min.json", js({"id": "c2", "pid": 0}))
 
 # ---- migration frames
 T = dict(Hello=1, Challenge=2, Response=3, AuthOk=4, Manifest=10, Accept=11, RootfsData=12,
-         RootfsEnd=13, RoundStart=20, PageServerReady=21, RoundDone=22, RoundAck=23,
+         RootfsEnd=13, RoundStart=20, PageServerReady=21, RoundDone=22, RoundAck=23, Frozen=24,
          ImageData=30, ImageClose=31, ImageSymlink=32, DumpDone=40, RestoreOk=41, Commit=42,
          CommitAck=43, Abort=44, Error=50, Progress=51)
 
@@ -131,7 +131,8 @@ manifest = {"protocol": 1, "id": "c1", "bundle": "/srv/b", "config_sha256": "00"
 m = js(manifest)
 put("fuzz_migrate_manifest", "manifest.json", m)
 put("fuzz_migrate_manifest", "manifest-min.json", js({"protocol": 1, "id": "c", "bundle": "/b", "config_sha256": ""}))
-put("fuzz_migrate_manifest", "accept.json", js({"bundle": "/srv/b", "need_rootfs": True}))
+put("fuzz_migrate_manifest", "accept.json", js({"bundle": "/srv/b", "need_rootfs": True,
+                                                 "final_round_ahead": True}))
 put("fuzz_migrate_manifest", "round-start.json", js({"round": 2, "final": True, "parent": "../1"}))
 put("fuzz_migrate_manifest", "round-done.json", js({"image_bytes": 123456, "criu_seconds": 0.25}))
 put("fuzz_migrate_manifest", "round-ack.json", js({"page_bytes": 4096}))
@@ -154,7 +155,8 @@ session = [("Manifest", m),
            ("ImageClose", image_close("1/inventory.img", 36)),
            ("ImageClose", image_close("1/empty.img", 0)),
            ("RoundDone", js({"image_bytes": 36, "criu_seconds": 0.1})),
-           ("RoundStart", js({"round": 2, "final": True, "parent": "../1"})),
+           ("RoundStart", js({"round": 2, "final": True, "parent": "../1", "ahead": True})),
+           ("Frozen", ""),
            ("ImageSymlink", image_symlink("2/parent", "../1")),
            ("ImageData", image_data("2/core-1.img", 0, b"core")),
            ("ImageClose", image_close("2/core-1.img", 4)),

@@ -381,6 +381,29 @@ struct Harness {
 
   ~Harness() { crx::remove_tree(root); }
 
+  // The receiver alone on a listener of its own, for a test that plays the
+  // sender's part itself; report() waits for its report.
+  struct LoneReceiver {
+    TcpListener listener{parse_host_port("127.0.0.1:0")};
+    ReceiverOptions ro;
+    std::future<MigrationReport> done;
+    std::string address() const { return "127.0.0.1:" + std::to_string(listener.port()); }
+    MigrationReport report() { return done.get(); }
+  };
+  std::unique_ptr<LoneReceiver> lone_receiver(std::chrono::seconds timeout) {
+    auto r = std::make_unique<LoneReceiver>();
+    r->ro.wire = crx::test::protocol_test_wire();
+    r->ro.key = &key;
+    r->ro.image_root = root + "/dst";
+    r->ro.timeout = timeout;
+    r->done = std::async(std::launch::async, [this, lr = r.get()] {
+      std::string peer;
+      auto fd = lr->listener.accept(10s, &peer);
+      return receive_one(lr->listener, std::move(fd), peer, dst, lr->ro);
+    });
+    return r;
+  }
+
   Outcome run() {
     TcpListener listener(parse_host_port("127.0.0.1:0"));
     ReceiverOptions ro;
@@ -764,6 +787,21 @@ TEST(MigrateProtocol, TheFinalRoundsChannelOpensBeforeTheFreeze) {
   EXPECT_EQ(h.src.destroys, 1);
 }
 
+// An older crx receive, by hand: it parses the manifest (ignoring what it
+// does not know) and accepts in the words it knew, saying neither "lazy"
+// nor "final_round_ahead"; then `then` goes on with the connection.
+template <class Then>
+auto older_receiver(TcpListener& listener, const SharedKey& key, Then then) {
+  return std::async(std::launch::async, [&listener, &key, then] {
+    FrameConn c(listener.accept(10s), "sender");
+    c.set_timeout(10s);
+    authenticate_as_server(c, key, crx::test::protocol_test_wire());
+    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
+    c.send(FrameType::Accept, R"({"bundle":")" + m.bundle + R"(","need_rootfs":false})");
+    return then(c);
+  });
+}
+
 // An older crx receive does not say final_round_ahead: the sender freezes
 // first and opens the final round in the window, as before.
 TEST(MigrateProtocol, AnOlderReceiverGetsTheFinalRoundAfterTheFreeze) {
@@ -771,12 +809,7 @@ TEST(MigrateProtocol, AnOlderReceiverGetsTheFinalRoundAfterTheFreeze) {
   auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
   Events events;
   TcpListener listener(parse_host_port("127.0.0.1:0"));
-  auto receiver = std::async(std::launch::async, [&] {
-    FrameConn c(listener.accept(10s), "sender");
-    c.set_timeout(10s);
-    authenticate_as_server(c, key, crx::test::protocol_test_wire());
-    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
-    c.send(FrameType::Accept, R"({"bundle":")" + m.bundle + R"(","need_rootfs":false})");
+  auto receiver = older_receiver(listener, key, [&events](FrameConn& c) {
     RoundStart start = parse_round_start(c.expect(FrameType::RoundStart).payload);
     bool frozen_first = events.at("source frozen") >= 0;
     c.send(FrameType::Error, "enough");
@@ -800,18 +833,8 @@ TEST(MigrateProtocol, AnOlderReceiverGetsTheFinalRoundAfterTheFreeze) {
 // A Frozen frame belongs to a final round opened ahead, once.
 TEST(MigrateProtocol, AFrozenFrameOutsideAnOpenedFinalRoundIsRefused) {
   Harness h;
-  TcpListener listener(parse_host_port("127.0.0.1:0"));
-  ReceiverOptions ro;
-  ro.wire = crx::test::protocol_test_wire();
-  ro.key = &h.key;
-  ro.image_root = h.root + "/dst";
-  ro.timeout = 5s;
-  auto receiver = std::async(std::launch::async, [&] {
-    std::string peer;
-    auto fd = listener.accept(10s, &peer);
-    return receive_one(listener, std::move(fd), peer, h.dst, ro);
-  });
-  FrameConn c(connect_tcp(parse_host_port("127.0.0.1:" + std::to_string(listener.port())), 5s),
+  auto receiver = h.lone_receiver(5s);
+  FrameConn c(connect_tcp(parse_host_port(receiver->address()), 5s),
               "receiver");
   c.set_timeout(5s);
   authenticate_as_client(c, Credentials{crx::test::protocol_test_wire(), &h.key}, "control",
@@ -823,7 +846,7 @@ TEST(MigrateProtocol, AFrozenFrameOutsideAnOpenedFinalRoundIsRefused) {
   c.send(FrameType::Manifest, to_json(m));
   EXPECT_TRUE(parse_acceptance(c.expect(FrameType::Accept).payload).final_round_ahead);
   c.send(FrameType::Frozen);
-  auto rep = receiver.get();
+  auto rep = receiver->report();
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_NE(rep.error.find("a frozen frame outside the final round's opening"), std::string::npos)
       << rep.error;
@@ -903,21 +926,11 @@ TEST(MigrateProtocol, ReceiverNotListeningIsAClearErrorAndTouchesNothing) {
 
 TEST(MigrateProtocol, GarbageSenderIsRefusedAndLeavesNothing) {
   Harness h;
-  TcpListener listener(parse_host_port("127.0.0.1:0"));
-  ReceiverOptions ro;
-  ro.wire = crx::test::protocol_test_wire();
-  ro.key = &h.key;
-  ro.image_root = h.root + "/dst";
-  ro.timeout = 5s;
-  auto receiver = std::async(std::launch::async, [&] {
-    std::string peer;
-    auto fd = listener.accept(10s, &peer);
-    return receive_one(listener, std::move(fd), peer, h.dst, ro);
-  });
-  auto fd = connect_tcp(parse_host_port("127.0.0.1:" + std::to_string(listener.port())), 5s);
+  auto receiver = h.lone_receiver(5s);
+  auto fd = connect_tcp(parse_host_port(receiver->address()), 5s);
   std::string junk = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
   ASSERT_EQ(::write(fd.get(), junk.data(), junk.size()), static_cast<ssize_t>(junk.size()));
-  auto rep = receiver.get();
+  auto rep = receiver->report();
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_NE(rep.error.find("bad magic"), std::string::npos) << rep.error;
   EXPECT_FALSE(crx::path_exists(h.root + "/dst"));
@@ -1219,24 +1232,14 @@ TEST(MigrateLazy, VerbsObjectsAreRefusedByTheReceiverBeforeTheFreeze) {
   inv.mr_bytes = 1 << 20;
   // The sender refuses first (crx migrate); a sender that does not must
   // still be stopped here.
-  TcpListener listener(parse_host_port("127.0.0.1:0"));
-  ReceiverOptions ro;
-  ro.wire = crx::test::protocol_test_wire();
-  ro.key = &h.key;
-  ro.image_root = h.root + "/dst";
-  ro.timeout = 10s;
-  auto receiver = std::async(std::launch::async, [&] {
-    std::string peer;
-    auto fd = listener.accept(10s, &peer);
-    return receive_one(listener, std::move(fd), peer, h.dst, ro);
-  });
-  SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), h.key, h.root);
+  auto receiver = h.lone_receiver(10s);
+  SenderOptions so = sender_options(receiver->address(), h.key, h.root);
   so.manifest.bundle = "/bundles/c1";
   so.manifest.lazy = true;
   so.manifest.rdma = inv;
   so.timeout = 10s;
   auto rep = migrate_out(h.src, so);
-  auto rrep = receiver.get();
+  auto rrep = receiver->report();
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_NE(rep.error.find("verbs objects"), std::string::npos) << rep.error;
   EXPECT_NE(rrep.error.find("verbs objects"), std::string::npos) << rrep.error;
@@ -1266,14 +1269,8 @@ TEST(MigrateLazy, AnOlderReceiverThatDoesNotSayLazyIsLeftBeforeTheFreeze) {
   std::string root = temp_dir();
   auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
   TcpListener listener(parse_host_port("127.0.0.1:0"));
-  auto receiver = std::async(std::launch::async, [&] {
-    FrameConn c(listener.accept(10s), "sender");
-    c.set_timeout(10s);
-    authenticate_as_server(c, key, crx::test::protocol_test_wire());
-    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
-    c.send(FrameType::Accept, R"({"bundle":")" + m.bundle + R"(","need_rootfs":false})");
-    Frame f = c.receive();  // the sender's Abort
-    return f;
+  auto receiver = older_receiver(listener, key, [](FrameConn& c) {
+    return c.receive();  // the sender's Abort
   });
   FakeSource src;
   SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), key, root);

@@ -1,5 +1,6 @@
 #include "checkpoint/fresh_netns.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -22,7 +23,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
-#include <filesystem>
 #include <memory>
 #include <sstream>
 #include <string_view>
@@ -161,6 +161,21 @@ std::string unreadable(int err) {
   return "!" + std::string(name ? name : std::to_string(err));
 }
 
+// A small /proc file's text from its fd, or why it could not be read.
+std::string read_fd(int fd) {
+  // A sysctl gives its whole value to the first read that has room: no
+  // second read for the end (490 files, a read is dear in a TCG guest).
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = retry_eintr([&] { return ::read(fd, buf, sizeof buf); });
+    if (n < 0) return unreadable(errno);
+    out.append(buf, static_cast<size_t>(n));
+    if (static_cast<size_t>(n) < sizeof buf) break;
+  }
+  return out;
+}
+
 // A small /proc file's text; a missing one is "" when missing is given.
 std::string read_small(const std::string& path, bool* missing = nullptr) {
   UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
@@ -171,17 +186,7 @@ std::string read_small(const std::string& path, bool* missing = nullptr) {
     }
     return unreadable(errno);
   }
-  // A sysctl gives its whole value to the first read that has room: no
-  // second read for the end (580 files, a read is dear in a TCG guest).
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
-    if (n < 0) return unreadable(errno);
-    out.append(buf, static_cast<size_t>(n));
-    if (static_cast<size_t>(n) < sizeof buf) break;
-  }
-  return out;
+  return read_fd(fd.get());
 }
 
 // The legacy x_tables of the namespace (iptables-legacy and friends): a
@@ -203,23 +208,42 @@ bool volatile_sysctl(const std::string& name) {
   return name.ends_with("/nf_conntrack_count") || name.ends_with("/tcp_fastopen_key");
 }
 
-void add_sysctls(std::vector<std::string>& out) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  fs::recursive_directory_iterator it("/proc/sys/net", ec), end;
-  if (ec) throw Error("network namespace: listing /proc/sys/net: " + ec.message(), ec.value());
-  for (; it != end; it.increment(ec)) {
-    if (ec) throw Error("network namespace: listing /proc/sys/net: " + ec.message(), ec.value());
-    std::error_code st_ec;
-    auto st = it->symlink_status(st_ec);
-    if (st_ec || !fs::is_regular_file(st)) continue;
-    if ((st.permissions() & fs::perms::owner_read) == fs::perms::none) continue;  // write-only
-    std::string name = it->path().string();
-    if (volatile_sysctl(name)) continue;
-    std::string v = read_small(name);
-    while (!v.empty() && v.back() == '\n') v.pop_back();
-    out.push_back("sysctl " + name.substr(std::strlen("/proc/sys/")) + " = " + v);
+// The sysctls below dir (a path under /proc/sys, relative: "net"), read
+// through the directory's fd: readdir's type, no stat, no path walk per
+// file (~490 files in a new namespace, each syscall dear under TCG).
+void add_sysctls_in(int parent, const std::string& dir, std::vector<std::string>& out) {
+  int dfd = ::openat(parent, dir.substr(dir.rfind('/') + 1).c_str(),
+                     O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) throw_errno("network namespace: listing /proc/sys/" + dir);
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::fdopendir(dfd), ::closedir);
+  if (!d) {
+    int err = errno;
+    ::close(dfd);
+    throw Error("network namespace: listing /proc/sys/" + dir, cause_of_errno(err), err);
   }
+  std::vector<std::string> subdirs;
+  while (dirent* e = ::readdir(d.get())) {
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    std::string path = dir + "/" + name;
+    if (e->d_type == DT_DIR) {
+      subdirs.push_back(path);
+      continue;
+    }
+    if (e->d_type != DT_REG || volatile_sysctl(path)) continue;
+    UniqueFd fd(::openat(dirfd(d.get()), name.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd && errno == EACCES) continue;  // write-only (as root: the mode says so)
+    std::string v = fd ? read_fd(fd.get()) : unreadable(errno);
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    out.push_back("sysctl " + path + " = " + v);
+  }
+  for (const auto& s : subdirs) add_sysctls_in(dirfd(d.get()), s, out);
+}
+
+void add_sysctls(std::vector<std::string>& out) {
+  UniqueFd sys(::open("/proc/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!sys) throw_errno("network namespace: opening /proc/sys");
+  add_sysctls_in(sys.get(), "net", out);
 }
 
 std::string fingerprint_here() {

@@ -27,15 +27,12 @@ size_t body_size(uint32_t type) {
   }
 }
 
-uint64_t ring_size(const rxe_migr_rec_hdr* r) {
+uint64_t trailer_size(const rxe_migr_rec_hdr* r) {
   const void* b = r + 1;
   switch (r->type) {
     case RXE_MIGR_OBJ_CQ: return static_cast<const rxe_migr_cq*>(b)->queue.data_len;
     case RXE_MIGR_OBJ_SRQ: return static_cast<const rxe_migr_srq*>(b)->queue.data_len;
-    case RXE_MIGR_OBJ_QP: {
-      auto q = static_cast<const rxe_migr_qp*>(b);
-      return uint64_t{q->sq.data_len} + q->rq.data_len;
-    }
+    case RXE_MIGR_OBJ_QP: return ibv_migr_qp_trailer_len(static_cast<const rxe_migr_qp*>(b));
     default: return 0;
   }
 }
@@ -55,7 +52,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (p < begin + sizeof(rxe_migr_dump_hdr) || p + sizeof(*r) > end || r->len > size_t(end - p))
       __builtin_trap();
     if (reinterpret_cast<uintptr_t>(p) % 8) __builtin_trap();
-    if (sizeof(*r) + body_size(r->type) + ring_size(r) > r->len) __builtin_trap();
+    if (sizeof(*r) + body_size(r->type) + trailer_size(r) > r->len) __builtin_trap();
     uint8_t sum = 0;
     for (uint32_t i = 0; i < r->len; i++) sum ^= p[i];
     asm volatile("" : : "r"(sum));

@@ -169,8 +169,8 @@ put("fuzz_migrate_session", "sender-side", b"\x01" + rec("Manifest", m) + rec("A
     + rec("RoundAck", js({"page_bytes": 1})) + rec("RestoreOk", js({"pid": 7})) + rec("CommitAck", js({"verbs_restore": {"ok": True}})))
 put("fuzz_migrate_session", "abort", b"\x01" + rec("Manifest", m) + rec("Abort", "stop"))
 
-# ---- verbs dumps (rxe_migr_abi.h, version 5, little endian)
-MAGIC, VERSION = 0x474D5852, 5
+# ---- verbs dumps (rxe_migr_abi.h, version 6, little endian)
+MAGIC, VERSION = 0x474D5852, 6
 PD, MR, CQ, SRQ, QP, ASYNC, CHAN, AH = 1, 2, 3, 4, 5, 6, 7, 8
 
 def queue(num, esize, data_len, producer=0, consumer=0):
@@ -181,13 +181,20 @@ def record(t, handle, body, ring=b"", user_handle=0):
     raw += b"\0" * (-(24 + len(raw)) % 8)
     return struct.pack("<4IQ", t, 24 + len(raw), handle, 0, user_handle) + raw
 
-def qp_body(sq_len, rq_len):
-    # struct rxe_migr_qp is 904 bytes; its sq queue starts at 856, rq at 880
-    b = bytearray(904)
+def qp_body(sq_len, rq_len, resp_res=0):
+    # struct rxe_migr_qp is 920 bytes: resp_res_count, head, tail and cur
+    # at 856, its sq queue at 872, rq at 896
+    b = bytearray(920)
     struct.pack_into("<6I", b, 0, 17, 2, 1, 1, 1, 0xFFFFFFFF)
-    b[856:880] = queue(8, 64, sq_len)
-    b[880:904] = queue(8, 32, rq_len)
+    struct.pack_into("<3Ii", b, 856, resp_res, resp_res % 16, 0, -1)
+    b[872:896] = queue(8, 64, sq_len)
+    b[896:920] = queue(8, 32, rq_len)
     return bytes(b)
+
+def read_res(slot, psn):
+    # struct rxe_migr_resp_res (64 bytes): a READ of 4 KiB, reply not begun
+    return struct.pack("<8I2Q2IQ", slot, 1, 1, 0, psn, psn + 3, psn, 0x301,
+                       0x7f0000001000, 0x7f0000001000, 4096, 4096, 0)
 
 def dump(records):
     body = b"".join(records)
@@ -205,7 +212,10 @@ recs = [record(ASYNC, 0x1234, struct.pack("<2I", 1, 0)),
         # in a plugin image a CQ carries its window only: 2 entries of 32 bytes
         record(CQ, 1, struct.pack("<6I", 16, 0x5678, 0, 0, 0, 0) + queue(16, 32, 64, 3, 1), b"\xaa" * 64, user_handle=99),
         record(SRQ, 1, struct.pack("<6I", 1, 5, 16, 1, 0, 0) + queue(16, 64, 0), user_handle=100),
-        record(QP, 1, qp_body(512, 256), b"\x11" * 512 + b"\x22" * 256, user_handle=101)]
+        record(QP, 1, qp_body(512, 256), b"\x11" * 512 + b"\x22" * 256, user_handle=101),
+        # a READ responder: two READs it accepted after its rings
+        record(QP, 2, qp_body(512, 256, 2), b"\x11" * 512 + b"\x22" * 256
+               + read_res(0, 100) + read_res(1, 104), user_handle=102)]
 put("fuzz_verbs_dump", "objects.dump", dump(recs))
 put("fuzz_verbs_dump", "pd-only.dump", dump([record(PD, 7, b"")]))
 put("fuzz_verbs_dump", "empty.dump", dump([]))

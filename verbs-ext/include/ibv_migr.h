@@ -155,6 +155,22 @@ int ibv_restore_object(struct ibv_context *ctx, void **object,
 const struct rxe_migr_rec_hdr *ibv_migr_next_record(const void *dump,
 		size_t length, const struct rxe_migr_rec_hdr *rec, int *err);
 
+/* Bytes after the body of a QP record: its two rings, then its
+ * responder resources (the records of the READs and atomics it accepted) */
+static inline uint64_t ibv_migr_qp_trailer_len(const struct rxe_migr_qp *q)
+{
+	return (uint64_t)q->sq.data_len + q->rq.data_len +
+	       (uint64_t)q->resp_res_count * sizeof(struct rxe_migr_resp_res);
+}
+
+/* The responder resources of a QP record (its last trailer bytes) */
+static inline const struct rxe_migr_resp_res *
+ibv_migr_qp_resp_res(const struct rxe_migr_qp *q)
+{
+	return (const struct rxe_migr_resp_res *)((const uint8_t *)(q + 1) +
+		q->sq.data_len + q->rq.data_len);
+}
+
 /* Validate a dump's header and every record's bounds: 0 or -EINVAL */
 int ibv_migr_check_dump(const void *dump, size_t length);
 

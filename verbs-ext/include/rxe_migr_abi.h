@@ -11,7 +11,7 @@
  * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
  * RXE_MIGR_ABI_VERSION, otherwise the method fails with EINVAL.
  *
- * Dump format (version 5), all fields host-endian, records 8-byte aligned:
+ * Dump format (version 6), all fields host-endian, records 8-byte aligned:
  *
  *   struct rxe_migr_dump_hdr             magic, version, count, total_len
  *   count x {
@@ -26,7 +26,8 @@
  *       RXE_MIGR_OBJ_SRQ   struct rxe_migr_srq, then queue.data_len bytes
  *       RXE_MIGR_OBJ_QP    struct rxe_migr_qp, then sq.data_len bytes of the
  *                          send ring, then rq.data_len bytes of the receive
- *                          ring (0 for a QP on an SRQ)
+ *                          ring (0 for a QP on an SRQ), then
+ *                          resp_res_count x struct rxe_migr_resp_res
  *   }
  *
  * Records are ordered by object type (ASYNC_EVENT, COMP_CHANNEL, PD, AH,
@@ -47,8 +48,8 @@
  * CQ records name their channel by that handle.
  *
  * Versions 1 (no event file records, CQ without notify state), 2 (no
- * user handles), 3 (no event counts) and 4 (no address handles) are
- * refused.
+ * user handles), 3 (no event counts), 4 (no address handles) and 5 (no
+ * responder resources) are refused.
  * Ring data is the whole element array of the queue (num_elem * elem_size),
  * i.e. struct rxe_queue_buf.data of <rdma/rdma_user_rxe.h>; the indices are
  * in struct rxe_migr_queue.
@@ -59,7 +60,7 @@
 #include <linux/types.h>
 #include <rdma/ib_user_ioctl_cmds.h>
 
-#define RXE_MIGR_ABI_VERSION	5
+#define RXE_MIGR_ABI_VERSION	6
 #define RXE_MIGR_MAGIC		0x474d5852u	/* "RXMG" little endian */
 
 /* methods of UVERBS_OBJECT_DEVICE in the driver namespace */
@@ -83,7 +84,8 @@ enum rxe_migr_methods {
 	 * with RXE_MIGR_RESTORE_SET_INDICES also sets the indices (call it
 	 * last).  The queue geometry must equal the dumped one. */
 	RXE_MIGR_METHOD_RESTORE_QUEUE,
-	/* in: struct rxe_migr_restore_qp; QP handle of a QP in RTS
+	/* in: struct rxe_migr_restore_qp and the QP's responder
+	 * resources; QP handle of a QP in RTS
 	 * (brought there with ordinary modify_qp calls from the dumped
 	 * attributes, rings already restored).  Sets the internal state,
 	 * then REFILLs: the QP sends the resume message to its partner and
@@ -366,8 +368,45 @@ struct rxe_migr_qp {
 				 * raw: always for a QP on an SRQ, for a QP
 				 * with its own RQ while a receive is in
 				 * progress (the name is the kernel's) */
+	/* responder resources: the ring of max_dest_rd_atomic slots in
+	 * which the responder keeps the RDMA READs and atomics it accepted,
+	 * to answer a retry of one (a retried READ without its resource is
+	 * dropped, and its requester ends in a retry error) */
+	__u32 resp_res_count;	/* records after the rings: used slots */
+	__u32 resp_res_head;	/* the slot the next one takes */
+	__u32 resp_res_tail;
+	__s32 resp_res_cur;	/* slot of the READ whose reply is being
+				 * sent, -1 for none: a restore moves the
+				 * responder's PSN past it, the requester
+				 * retries what it lacks */
 	struct rxe_migr_queue sq;
 	struct rxe_migr_queue rq;
+};
+
+enum rxe_migr_resp_res_type {
+	RXE_MIGR_RES_READ = 1,
+	RXE_MIGR_RES_ATOMIC = 2,
+};
+
+enum rxe_migr_resp_res_state {
+	RXE_MIGR_RES_STATE_NEXT = 0,	/* reply under way: next packet */
+	RXE_MIGR_RES_STATE_NEW = 1,	/* reply from its first packet */
+	RXE_MIGR_RES_STATE_REPLAY = 2,	/* a retry from a middle packet */
+};
+
+/* One used slot of a QP's responder resources */
+struct rxe_migr_resp_res {
+	__u32 slot;		/* < max_dest_rd_atomic, each slot once */
+	__u32 type;		/* enum rxe_migr_resp_res_type */
+	__u32 state;		/* enum rxe_migr_resp_res_state */
+	__u32 replay;		/* the reply being sent is a retry's */
+	__u32 first_psn, last_psn, cur_psn;
+	__u32 rkey;		/* READ: looked up again for each packet */
+	__u64 va_org;		/* READ: the request's address */
+	__u64 va;		/* READ: where the reply stands */
+	__u32 length;		/* READ: the request's length */
+	__u32 resid;		/* READ: bytes still to send */
+	__u64 orig_val;		/* atomic: the value it returned */
 };
 
 enum rxe_migr_queue_which {
@@ -407,6 +446,8 @@ struct rxe_migr_restore_qp {
 	__u32 flags;		/* RXE_MIGR_RESTORE_NO_RESUME: keep the QP
 				 * stopped, send no resume (tests) */
 	struct rxe_migr_qp qp;	/* as dumped */
+	/* followed by qp.resp_res_count x struct rxe_migr_resp_res, as
+	 * dumped */
 };
 
 enum rxe_migr_qp_ctl_op {

@@ -161,8 +161,8 @@ static size_t body_min(uint32_t type)
 	}
 }
 
-/* ring bytes that must follow the body */
-static uint64_t ring_bytes(const struct rxe_migr_rec_hdr *r)
+/* bytes that must follow the body: rings, and a QP's responder resources */
+static uint64_t trailer_bytes(const struct rxe_migr_rec_hdr *r)
 {
 	const void *b = r + 1;
 
@@ -172,8 +172,7 @@ static uint64_t ring_bytes(const struct rxe_migr_rec_hdr *r)
 	case RXE_MIGR_OBJ_SRQ:
 		return ((const struct rxe_migr_srq *)b)->queue.data_len;
 	case RXE_MIGR_OBJ_QP:
-		return (uint64_t)((const struct rxe_migr_qp *)b)->sq.data_len +
-		       ((const struct rxe_migr_qp *)b)->rq.data_len;
+		return ibv_migr_qp_trailer_len(b);
 	default:
 		return 0;
 	}
@@ -189,7 +188,7 @@ static int record_ok(const struct rxe_migr_rec_hdr *r, size_t room)
 	body = body_min(r->type);
 	if (body == (size_t)-1 || r->len - sizeof(*r) < body)
 		return 0;
-	return ring_bytes(r) <= r->len - sizeof(*r) - body;
+	return trailer_bytes(r) <= r->len - sizeof(*r) - body;
 }
 
 const struct rxe_migr_rec_hdr *ibv_migr_next_record(const void *dump,

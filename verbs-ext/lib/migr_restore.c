@@ -498,7 +498,9 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 	const struct rxe_migr_qp *r = (const void *)(a->record + 1);
 	const uint8_t *rings = (const uint8_t *)(r + 1);
 	struct owner_state owner = dumped_owner(a, 0);
-	struct rxe_migr_restore_qp req;
+	size_t res_len = (size_t)r->resp_res_count *
+			 sizeof(struct rxe_migr_resp_res);
+	struct rxe_migr_restore_qp *req;
 	struct migr_call c;
 	int err;
 
@@ -521,15 +523,22 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 	if (err || r->qp_state == IBV_QPS_INIT)
 		return err;
 
-	memset(&req, 0, sizeof(req));
-	req.version = RXE_MIGR_ABI_VERSION;
-	req.flags = a->flags & IBV_MIGR_RESTORE_NO_RESUME ?
+	/* the transport state, then the READs and atomics its responder
+	 * accepted (to answer their retries) */
+	req = calloc(1, sizeof(*req) + res_len);
+	if (!req)
+		return -ENOMEM;
+	req->version = RXE_MIGR_ABI_VERSION;
+	req->flags = a->flags & IBV_MIGR_RESTORE_NO_RESUME ?
 		RXE_MIGR_RESTORE_NO_RESUME : 0;
-	req.qp = *r;
+	req->qp = *r;
+	memcpy(req + 1, ibv_migr_qp_resp_res(r), res_len);
 	migr_call_init(&c, RXE_MIGR_METHOD_RESTORE_QP);
-	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, req, sizeof(*req) + res_len);
 	migr_attr_handle(&c, RXE_MIGR_ATTR_QP_HANDLE, qp->handle);
-	return migr_call_run(ctx->cmd_fd, &c);
+	err = migr_call_run(ctx->cmd_fd, &c);
+	free(req);
+	return err;
 }
 
 /* ring and indices; then the CQ is armed as it was, and an event the
@@ -637,7 +646,7 @@ static int record_valid(const struct ibv_restore_args *a, int type)
 	case IBV_MIGR_OBJ_QP: {
 		const struct rxe_migr_qp *q = (const void *)(r + 1);
 
-		return (uint64_t)q->sq.data_len + q->rq.data_len <= body;
+		return ibv_migr_qp_trailer_len(q) <= body;
 	}
 	default:
 		return 1;

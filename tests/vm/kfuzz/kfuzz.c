@@ -1090,6 +1090,47 @@ static uint32_t valid_restore_queue(uint8_t *buf, enum target t, uint32_t *attr,
 	return sizeof(*rq) + n;
 }
 
+/* The input of RESTORE_QP for QP record rec: the record's body, then its
+ * responder resources; with fake, one to three READ or atomic resources
+ * made up around the responder's PSN in place of the record's (a world
+ * QP seldom has any: mutations of these exercise the resources' checks).
+ * Returns the input's length. */
+static uint32_t valid_restore_qp(struct rxe_migr_restore_qp *rq,
+				 const struct rxe_migr_rec_hdr *rec, int fake)
+{
+	struct rxe_migr_resp_res *res = (void *)(rq + 1);
+	const struct rxe_migr_qp *q = (const void *)(rec + 1);
+	uint32_t slots = q->max_dest_rd_atomic ? q->max_dest_rd_atomic : 1;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->version = RXE_MIGR_ABI_VERSION;
+	rq->qp = *q;
+	memcpy(res, ibv_migr_qp_resp_res(q),
+	       q->resp_res_count * sizeof(*res));
+	if (fake) {
+		uint32_t n = 1 + below(3);
+
+		rq->qp.resp_res_count = n;
+		rq->qp.resp_res_cur = -1;
+		memset(res, 0, n * sizeof(*res));
+		for (uint32_t i = 0; i < n; i++) {
+			res[i].slot = (i + below(slots)) % slots;
+			res[i].type = below(2) ? RXE_MIGR_RES_READ :
+						 RXE_MIGR_RES_ATOMIC;
+			res[i].state = below(3);
+			res[i].first_psn = (q->resp_psn - 4 + i) & 0xffffff;
+			res[i].last_psn = res[i].first_psn + below(4);
+			res[i].cur_psn = res[i].first_psn;
+			res[i].rkey = w.mr ? w.mr->rkey : 0;
+			res[i].va_org = res[i].va = (uintptr_t)w.buf;
+			res[i].length = res[i].resid = 64 << below(6);
+		}
+		if (res[0].type == RXE_MIGR_RES_READ && below(2))
+			rq->qp.resp_res_cur = (int32_t)res[0].slot;
+	}
+	return sizeof(*rq) + rq->qp.resp_res_count * sizeof(*res);
+}
+
 static enum target qp_target(void)
 {
 	return (enum target[]){ T_QP_A, T_QP_B, T_QP_UD }[below(3)];
@@ -1184,11 +1225,8 @@ static void make_op(struct opbuf *o, uint32_t seq)
 		h->attr = RXE_MIGR_ATTR_QP_HANDLE;
 		h->target = t;
 		rec = find_rec(RXE_MIGR_OBJ_QP, target_handle(t));
-		memset(rq, 0, sizeof(*rq));
-		rq->version = RXE_MIGR_ABI_VERSION;
+		h->in_len = valid_restore_qp(rq, rec, below(3) == 0);
 		rq->flags = below(4) == 0 ? RXE_MIGR_RESTORE_NO_RESUME : 0;
-		memcpy(&rq->qp, rec + 1, sizeof(rq->qp));
-		h->in_len = sizeof(*rq);
 		rec = find_rec(RXE_MIGR_OBJ_QP, target_handle(qp_target()));
 		memcpy(other, rec + 1, sizeof(rq->qp));
 		other_len = sizeof(rq->qp);
@@ -1653,10 +1691,7 @@ static void apply_edit(struct opbuf *o)
 		const struct rxe_migr_rec_hdr *rec;
 
 		rec = find_rec(RXE_MIGR_OBJ_QP, target_handle(o->h.target));
-		memset(rq, 0, sizeof(*rq));
-		rq->version = RXE_MIGR_ABI_VERSION;
-		memcpy(&rq->qp, rec + 1, sizeof(rq->qp));
-		o->h.in_len = sizeof(*rq);
+		o->h.in_len = valid_restore_qp(rq, rec, 0);
 		o->h.attr = RXE_MIGR_ATTR_QP_HANDLE;
 		break;
 	}

@@ -831,6 +831,13 @@ static int do_hostile(const struct opts *o)
 	rqp->qp.req_state = rqp->qp.comp_state = rqp->qp.resp_state = 2;
 	rqp->qp.req_psn = 0xffffffffu;
 	expect_err("restore_qp qp not in RTS / bad psn", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, sizeof(*rqp), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
+	/* responder resources: counted but not there, more than a QP has */
+	rqp->qp.req_psn = 0;
+	rqp->qp.resp_res_count = 1;
+	expect_err("restore_qp resources beyond the input", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, sizeof(*rqp), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
+	rqp->qp.resp_res_count = 129;
+	memset(rqp + 1, 0, 129 * sizeof(struct rxe_migr_resp_res));
+	expect_err("restore_qp 129 resources", raw(e.ctx, RXE_MIGR_METHOD_RESTORE_QP, rqp, sizeof(*rqp) + 129 * sizeof(struct rxe_migr_resp_res), NULL, 0, RXE_MIGR_ATTR_QP_HANDLE, e.qp[0]->handle));
 
 	/* library-level: a truncated and a corrupted dump */
 	len = ibv_dump_context_flags(e.ctx, &count, big, sizeof(big), IBV_MIGR_DUMP_NO_STOP);

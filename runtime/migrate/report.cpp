@@ -62,6 +62,10 @@ std::string verbs_text(const VerbsReport& v) {
     if (v.dump->receives_in_progress)
       out += ", " + std::to_string(v.dump->receives_in_progress) + " receive" +
              (v.dump->receives_in_progress == 1 ? "" : "s") + " in progress";
+    if (v.dump->responder_resources)
+      out += ", " + std::to_string(v.dump->responder_resources) + " READ" +
+             (v.dump->responder_resources == 1 ? "" : "s") + "/atomic" +
+             (v.dump->responder_resources == 1 ? "" : "s") + " held for retries";
     if (v.dump->completions)
       out += ", " + std::to_string(v.dump->completions) + " completion" +
              (v.dump->completions == 1 ? "" : "s") + " queued";
@@ -96,6 +100,7 @@ nlohmann::json verbs_json(const VerbsReport& v) {
     j["contexts"] = v.dump->contexts;
     j["mr_bytes"] = v.dump->mr_bytes;
     j["receives_in_progress"] = v.dump->receives_in_progress;
+    j["responder_resources"] = v.dump->responder_resources;
     j["completions_queued"] = v.dump->completions;
     j["image_bytes"] = v.dump->image_bytes;
     j["dump_ms"] = v.dump->dump_ms;

@@ -48,6 +48,7 @@ std::optional<VerbsDumpStats> parse_verbs_dump_stats(const std::string& text) {
   s.objects = objects(*j);
   s.mr_bytes = static_cast<uint64_t>(number(*j, "mr_bytes"));
   s.receives_in_progress = static_cast<uint64_t>(number(*j, "receives_in_progress"));
+  s.responder_resources = static_cast<uint64_t>(number(*j, "responder_resources"));
   s.completions = static_cast<uint64_t>(number(*j, "completions"));
   s.image_bytes = static_cast<uint64_t>(number(*j, "image_bytes"));
   s.dump_ms = number(*j, "dump_ms");

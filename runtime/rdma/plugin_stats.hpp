@@ -3,7 +3,8 @@
 // a restore really succeeded:
 //   crx-verbs-dump.json     plugin, at dump: {"contexts":N,"objects":{"pd":..,
 //                           "mr":..,"cq":..,"srq":..,"qp":..},"mr_bytes":..,
-//                           "receives_in_progress":..,"completions":..,
+//                           "receives_in_progress":..,"responder_resources":..,
+//                           "completions":..,
 //                           "image_bytes":..,"dump_ms":..}
 //   crx-verbs-restore.json  plugin, at restore: {"ok":true|false,"error":"..",
 //                           "recreate_ms":..,"pin_ms":..,"resume_ms":..,"objects":{..}}
@@ -28,6 +29,7 @@ struct VerbsDumpStats {
   std::map<std::string, uint64_t> objects;  // "pd", "mr", "cq", "srq", "qp", ...
   uint64_t mr_bytes = 0;
   uint64_t receives_in_progress = 0;  // QPs caught in the middle of a receive
+  uint64_t responder_resources = 0;   // READs/atomics accepted, kept for retries
   uint64_t completions = 0;           // waiting in the CQs, carried to the restore
   uint64_t image_bytes = 0;           // the plugin's context images
   double dump_ms = 0;

@@ -25,12 +25,14 @@ struct TempDir {
 TEST(VerbsStats, ParsesPluginFiles) {
   auto d = rdma::parse_verbs_dump_stats(
       R"({"contexts":2,"objects":{"pd":1,"mr":3,"cq":2,"srq":0,"qp":4},"mr_bytes":1048576,)"
-      R"("receives_in_progress":3,"completions":5,"image_bytes":4096,"dump_ms":12.5})");
+      R"("receives_in_progress":3,"responder_resources":6,"completions":5,"image_bytes":4096,)"
+      R"("dump_ms":12.5})");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->contexts, 2u);
   EXPECT_EQ(d->objects.at("qp"), 4u);
   EXPECT_EQ(d->mr_bytes, 1048576u);
   EXPECT_EQ(d->receives_in_progress, 3u);
+  EXPECT_EQ(d->responder_resources, 6u);
   EXPECT_EQ(d->completions, 5u);
   EXPECT_EQ(d->image_bytes, 4096u);
   auto r = rdma::parse_verbs_restore_stats(R"({"ok":false,"error":"EBUSY: QPN 17\ntaken"})");
@@ -93,21 +95,24 @@ TEST(VerbsReport, TextAndJson) {
 }
 
 // A receive caught in the middle of a message is named: it is the case a
-// restore must continue where it stood (rxe-patches 0007/0010). So are
-// completions waiting in a CQ (the image carries them: cq_window.hpp).
-TEST(VerbsReport, NamesReceivesInProgressAndQueuedCompletions) {
+// restore must continue where it stood (rxe-patches 0007/0010). So are the
+// READs a responder had accepted (a partner's retry of one must be
+// answered) and completions waiting in a CQ (the image carries them:
+// cq_window.hpp).
+TEST(VerbsReport, NamesReceivesInProgressHeldReadsAndQueuedCompletions) {
   TempDir t;
   write_file(t.path + "/crx-verbs-dump.json",
              R"({"contexts":1,"objects":{"qp":1},"mr_bytes":0,"receives_in_progress":1,)"
-             R"("completions":3,"image_bytes":2048})");
+             R"("responder_resources":2,"completions":3,"image_bytes":2048})");
   migrate::MigrationReport rep;
   rep.verbs = migrate::VerbsReport::read(t.path);
-  EXPECT_NE(rep.to_text().find("MRs 0 B, image 2.0 KiB, 1 receive in progress, 3 completions "
-                               "queued\n"),
+  EXPECT_NE(rep.to_text().find("MRs 0 B, image 2.0 KiB, 1 receive in progress, 2 READs/atomics "
+                               "held for retries, 3 completions queued\n"),
             std::string::npos)
       << rep.to_text();
   auto j = nlohmann::json::parse(rep.to_json());
   EXPECT_EQ(j["verbs"]["receives_in_progress"], 1);
+  EXPECT_EQ(j["verbs"]["responder_resources"], 2);
   EXPECT_EQ(j["verbs"]["completions_queued"], 3);
   EXPECT_EQ(j["verbs"]["image_bytes"], 2048);
 }

@@ -105,9 +105,11 @@ int Dumper::dump_context(int fd, uint32_t id) {
       auto* mr = reinterpret_cast<const rxe_migr_mr*>(r + 1);
       mr_bytes_ += mr->length;
     }
-    if (r->type == RXE_MIGR_OBJ_QP &&
-        reinterpret_cast<const rxe_migr_qp*>(r + 1)->resp_has_wqe)
-      receives_in_progress_++;
+    if (r->type == RXE_MIGR_OBJ_QP) {
+      auto* qp = reinterpret_cast<const rxe_migr_qp*>(r + 1);
+      if (qp->resp_has_wqe) receives_in_progress_++;
+      responder_resources_ += qp->resp_res_count;
+    }
     if (r->type == RXE_MIGR_OBJ_CQ) {
       const rxe_migr_queue& q = reinterpret_cast<const rxe_migr_cq*>(r + 1)->queue;
       if (q.num_elem) completions_ += (q.producer - q.consumer) & (q.num_elem - 1);
@@ -176,6 +178,7 @@ void Dumper::write_stats() {
                       {"objects", objects_},
                       {"mr_bytes", mr_bytes_},
                       {"receives_in_progress", receives_in_progress_},
+                      {"responder_resources", responder_resources_},
                       {"completions", completions_},
                       {"image_bytes", image_bytes_},
                       {"dump_ms", dump_ms_}};

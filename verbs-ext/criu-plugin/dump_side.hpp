@@ -51,6 +51,9 @@ class Dumper {
   // QPs whose responder was in the middle of a multi-packet receive: its
   // position in the message moves with the QP (rxe-patches 0007/0010)
   uint64_t receives_in_progress_ = 0;
+  // RDMA READs and atomics the responders had accepted, carried so that a
+  // partner's retry of one is answered after the restore
+  uint64_t responder_resources_ = 0;
   // completions waiting in the CQs (their windows: cq_window.hpp)
   uint64_t completions_ = 0;
   uint64_t image_bytes_ = 0;  // the context images as written

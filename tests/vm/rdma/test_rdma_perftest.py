@@ -77,6 +77,20 @@ RXE_DEBUG = os.environ.get("CRX_VM_PERFTEST_RXE_DEBUG") == "1"
 ALL = os.environ.get("CRX_VM_PERFTEST_ALL") == "1"
 other_direction_too = unittest.skipUnless(
     ALL, "the tool's other direction (CRX_VM_PERFTEST_ALL=1 runs it)")
+# g0 loses the READ responses its rxe sends (opcodes 0x0d-0x10, RC RDMA
+# READ RESPONSE FIRST..ONLY: the first byte of the UDP payload, byte 28 of
+# an IPv4 packet without options, to the RoCE v2 port): the u32 filter puts
+# them into a netem band that drops them all. The loss is silent, as on a
+# wire: rxe counts them sent (an iptables DROP is not: ip_local_out() fails
+# and the responder answers the READ with an RNR NAK instead, not having
+# accepted it). Its acks (NAK_STOPPED among them) still go out.
+LOSE_REPLIES = (
+    "tc qdisc add dev eth0 root handle 1: prio && "
+    "tc qdisc add dev eth0 parent 1:3 handle 30: netem loss 100% && "
+    "for op in 0x0d 0x0e 0x0f 0x10; do tc filter add dev eth0 parent 1: protocol ip prio 1 "
+    "u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u8 $op 0xff at 28 "
+    "flowid 1:3 || exit 1; done")
+REPLIES_BACK = "tc qdisc del dev eth0 root 2>/dev/null; true"
 HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[MB/sec\]\s+BW average\[MB/sec\]")
 
 
@@ -290,18 +304,26 @@ class RdmaPerftestTest(RdmaBedCase):
                 parts.append(f"qemu monitor of g{k}: {e}")
         return "\n".join(parts)
 
-    def run_migrated(self, tool, port, mode="", roll_back=False):
+    def run_migrated(self, tool, port, mode="", roll_back=False, lose_replies=False):
         """`tool` server in a container on g0 (service address), client on g1;
         the server's container moves to g2 mid-run. mode: "" (perftest's
         default, one direction) or "-b" (both directions). roll_back: the
-        restore on g2 fails instead and the container runs on on g0."""
+        restore on g2 fails instead and the container runs on on g0.
+        lose_replies: from the start of the migration on, g0 loses the
+        READ responses its rxe sends (LOSE_REPLIES), so the client has
+        READs the source accepted but never answered when crx stops the
+        QP at the freeze, and retries them at g2."""
         cid = "pt-" + tool.split("_")[1] + ("-bidir" if mode else "") + ("-rb" if roll_back else "")
         n = self.calibrate(tool, port + 100, mode)
-        opts = f"-p {port} -s {SIZE} -n {n} {mode}".strip()
+        # with lost replies: a transport timeout of 4.096 us * 2^20 = 4.3 s,
+        # so that the client's 7 retries (30 s) outlast the time to the
+        # freeze, where the stop of g0's QP pauses the client (NAK_STOPPED)
+        timeout = " -u 20" if lose_replies else ""
+        opts = f"-p {port} -s {SIZE} -n {n} {mode}{timeout}".strip()
         self.sh(self.tb, 0, f"ip addr add {SERVICE_IP}/32 dev eth0")
         client = []
         try:
-            self.run_migrated_at(tool, cid, opts, n, port, client, roll_back)
+            self.run_migrated_at(tool, cid, opts, n, port, client, roll_back, lose_replies)
         finally:
             # Whatever happened: no client, no container, the address on
             # no guest.
@@ -311,6 +333,8 @@ class RdmaPerftestTest(RdmaBedCase):
                 crc, cout, cerr = self.tb.wait(client[0], timeout=60)
                 if crc != 0:
                     print(f"{tool} client (g1) exit {crc}:\n{cout}{cerr}", flush=True)
+            if lose_replies:
+                self.tb.run(0, REPLIES_BACK)
             for k in (0, 2):
                 self.tb.run(k, f"ip addr del {SERVICE_IP}/32 dev eth0 2>/dev/null; "
                                f"iptables -w -D INPUT -d {SERVICE_IP} -j DROP 2>/dev/null; "
@@ -320,7 +344,7 @@ class RdmaPerftestTest(RdmaBedCase):
             self.tb.run(2, "pkill -f '^[^ ]*crx receive' 2>/dev/null; true")
             self.tb.run(1, f"ip neigh flush to {SERVICE_IP}")
 
-    def run_migrated_at(self, tool, cid, opts, n, port, client_out, roll_back):
+    def run_migrated_at(self, tool, cid, opts, n, port, client_out, roll_back, lose_replies):
         if RXE_DEBUG:
             for k in (0, 1, 2):
                 self.tb.run(k, "mount -t debugfs none /sys/kernel/debug 2>/dev/null; "
@@ -361,8 +385,24 @@ class RdmaPerftestTest(RdmaBedCase):
             # that ended while the address came back once failed here)
             report, q0 = self.rolled_back_with_address(cid, 0, 2, rh, log)
         else:
+            if lose_replies:
+                self.sh(self.tb, 0, LOSE_REPLIES)
             report = self.migrate_with_address(cid, 0, 2, rh, log)
         self.assertEqual(report["verbs"]["objects"]["qp"], 1, f"the report's verbs part: {report}")
+        if tool == "ib_read_bw" and not roll_back:
+            # the server's responder had accepted READs (their records stay
+            # in its ring of max_dest_rd_atomic): they moved with the QP
+            self.assertGreater(report["verbs"].get("responder_resources", 0), 0,
+                               f"the report's verbs part: {report['verbs']}")
+        if lose_replies:
+            lost = self.sh(self.tb, 0, "tc -s qdisc show dev eth0 parent 1:3")
+            dup = self.sh(self.tb, 2, "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/"
+                                      "duplicate_request")
+            print(f"g0's lost replies: {lost.strip()}; duplicate requests at g2: {dup.strip()}",
+                  flush=True)
+            m = re.search(r"dropped (\d+)", lost)
+            self.assertTrue(m and int(m.group(1)) > 0, f"g0 lost no READ response: {lost}")
+            self.sh(self.tb, 0, REPLIES_BACK)
         # Mid-run: the traffic goes on (the client may be done by the time
         # crx migrate returns when the first move of a boot is slow; its
         # packets to g<at> say that it ran on with the server).
@@ -427,8 +467,16 @@ class RdmaPerftestTest(RdmaBedCase):
     def test_2a_ib_write_bw_migrates_mid_run(self):
         self.run_migrated("ib_write_bw", 18712)
 
+    # The server answers READs. From the start of the migration on, g0
+    # loses its READ responses: READs it accepted (their PSNs passed) go
+    # unanswered until crx stops its QP at the freeze, and the client
+    # retries them at the restored QP on g2, which must answer
+    # from the responder resources the dump carried (rxe-patches 0007/
+    # 0010). Without them each retry was dropped as a duplicate of an
+    # unknown request and the client failed with a retry error (status 12),
+    # which the unforced race made a flake about one run in thirty.
     def test_3a_ib_read_bw_migrates_mid_run(self):
-        self.run_migrated("ib_read_bw", 18713)
+        self.run_migrated("ib_read_bw", 18713, lose_replies=True)
 
     # Both directions (-b): both QPs in RTS, each end sends and receives.
     @other_direction_too

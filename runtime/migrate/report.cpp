@@ -78,7 +78,9 @@ std::string verbs_text(const VerbsReport& v) {
     times += buf;
   }
   if (v.restore) {
-    std::snprintf(buf, sizeof buf, "%srecreate %.1f ms, pin MRs %.1f ms", times.empty() ? "" : ", ",
+    std::snprintf(buf, sizeof buf, "%splugin init %.1f ms%s, recreate %.1f ms, pin MRs %.1f ms",
+                  times.empty() ? "" : ", ", v.restore->init_ms,
+                  v.restore->providers_preloaded ? " (providers loaded ahead)" : "",
                   v.restore->recreate_ms, v.restore->pin_ms);
     times += buf;
   }
@@ -108,6 +110,8 @@ nlohmann::json verbs_json(const VerbsReport& v) {
   if (v.restore) {
     j["restore_ok"] = v.restore->ok;
     if (!v.restore->error.empty()) j["restore_error"] = v.restore->error;
+    j["plugin_init_ms"] = v.restore->init_ms;
+    j["providers_preloaded"] = v.restore->providers_preloaded;
     j["recreate_ms"] = v.restore->recreate_ms;
     j["pin_ms"] = v.restore->pin_ms;
   }

@@ -67,6 +67,9 @@ std::optional<VerbsRestoreStats> parse_verbs_restore_stats(const std::string& te
   s.pin_ms = number(*j, "pin_ms");
   s.resume_ms = number(*j, "resume_ms");
   s.objects = objects(*j);
+  s.init_ms = number(*j, "init_ms");
+  auto pre = j->find("providers_preloaded");
+  s.providers_preloaded = pre != j->end() && pre->is_boolean() && pre->get<bool>();
   return s;
 }
 

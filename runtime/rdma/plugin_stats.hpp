@@ -7,7 +7,8 @@
 //                           "completions":..,
 //                           "image_bytes":..,"dump_ms":..}
 //   crx-verbs-restore.json  plugin, at restore: {"ok":true|false,"error":"..",
-//                           "recreate_ms":..,"pin_ms":..,"resume_ms":..,"objects":{..}}
+//                           "recreate_ms":..,"pin_ms":..,"resume_ms":..,"objects":{..},
+//                           "init_ms":..,"providers_preloaded":true|false}
 //   crx-verbs-resume.json   crx, after resuming QPs the plugin left stopped
 //                           (CRX_VERBS_DEFER_RESUME): {"qps":N,"resume_ms":..}
 // ok:false means the restore failed even if CRIU says it succeeded: the
@@ -40,6 +41,11 @@ struct VerbsRestoreStats {
   std::string error;
   double recreate_ms = 0, pin_ms = 0, resume_ms = 0;
   std::map<std::string, uint64_t> objects;
+  // The plugin's init in CRIU (libibverbs' device list), and whether the
+  // providers it loads were loaded before the restore began (a migration:
+  // checkpoint/criu_rpc.hpp, StartedRestore::Setup::preload_verbs_plugin).
+  double init_ms = 0;
+  bool providers_preloaded = false;
 };
 
 struct VerbsResumeStats {

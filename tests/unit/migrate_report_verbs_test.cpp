@@ -66,7 +66,8 @@ TEST(VerbsReport, TextAndJson) {
   write_file(t.path + "/crx-verbs-dump.json",
              R"({"contexts":1,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},"mr_bytes":2097152,"dump_ms":3.5})");
   write_file(t.path + "/crx-verbs-restore.json",
-             R"({"ok":true,"recreate_ms":7.25,"pin_ms":2,"resume_ms":0,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2}})");
+             R"({"ok":true,"recreate_ms":7.25,"pin_ms":2,"resume_ms":0,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},)"
+             R"("init_ms":1.5,"providers_preloaded":true})");
   rdma::write_verbs_resume_stats(t.path, {2, 1.5});
   migrate::MigrationReport rep;
   rep.role = "receiver";
@@ -77,8 +78,8 @@ TEST(VerbsReport, TextAndJson) {
   EXPECT_NE(text.find("  verbs objects: 2 qp, 2 mr, 2 cq, 0 srq, 1 pd in 1 context, MRs 2.0 MiB\n"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("  verbs time: dump 3.5 ms, recreate 7.2 ms, pin MRs 2.0 ms, resume 1.5 ms "
-                      "(after the commit)\n"),
+  EXPECT_NE(text.find("  verbs time: dump 3.5 ms, plugin init 1.5 ms (providers loaded ahead), "
+                      "recreate 7.2 ms, pin MRs 2.0 ms, resume 1.5 ms (after the commit)\n"),
             std::string::npos)
       << text;
   auto j = nlohmann::json::parse(rep.to_json());
@@ -88,6 +89,15 @@ TEST(VerbsReport, TextAndJson) {
   EXPECT_EQ(j["verbs"]["resume_ms"], 1.5);
   EXPECT_EQ(j["verbs"]["restore_ok"], true);
   EXPECT_EQ(j["verbs"]["resumed_qps_after_commit"], 2);
+  EXPECT_EQ(j["verbs"]["plugin_init_ms"], 1.5);
+  EXPECT_EQ(j["verbs"]["providers_preloaded"], true);
+
+  // a restore without the preload (crx restore) says nothing of it
+  write_file(t.path + "/crx-verbs-restore.json",
+             R"({"ok":true,"recreate_ms":7.25,"pin_ms":2,"init_ms":80})");
+  rep.verbs = migrate::VerbsReport::read(t.path);
+  EXPECT_NE(rep.to_text().find("plugin init 80.0 ms, recreate"), std::string::npos) << rep.to_text();
+  EXPECT_EQ(nlohmann::json::parse(rep.to_json())["verbs"]["providers_preloaded"], false);
 
   rep.verbs.reset();
   EXPECT_EQ(rep.to_text().find("verbs"), std::string::npos);

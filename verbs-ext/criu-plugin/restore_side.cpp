@@ -335,6 +335,8 @@ struct LateStats {
   uint64_t qps_resumed = 0;
   double cred_ms = 0, pin_ms = 0, resume_ms = 0;
   bool deferred = false;
+  bool providers_preloaded = false;
+  double init_ms = 0;
 };
 
 int pidfd_getfd_copy(int pidfd, int fd) {
@@ -444,7 +446,9 @@ void write_restore_report(const LateStats& st, const std::string& error) {
                       {"mr_bytes_pinned", st.mr_bytes_pinned},
                       {"resume_ms", st.resume_ms},
                       {"qps_resumed", st.qps_resumed},
-                      {"resume_deferred", st.deferred}};
+                      {"resume_deferred", st.deferred},
+                      {"init_ms", st.init_ms},
+                      {"providers_preloaded", st.providers_preloaded}};
   if (!error.empty()) j["error"] = error;
   std::string s = j.dump() + "\n";
   write_image_file("crx-verbs-restore.json", s.data(), s.size());
@@ -453,6 +457,11 @@ void write_restore_report(const LateStats& st, const std::string& error) {
 LateStats g_late;
 
 }  // namespace
+
+void record_plugin_init(bool providers_preloaded, double init_ms) {
+  g_late.providers_preloaded = providers_preloaded;
+  g_late.init_ms = init_ms;
+}
 
 int late_resume(int pid) {
   std::string dir = "/proc/" + std::to_string(pid) + "/fd";

@@ -59,4 +59,10 @@ class TaskRestorer {
 // RESUME_DEVICES_LATE in CRIU's master for one restored process.
 int late_resume(int pid);
 
+// plugin_init's part (master, restore stage) for crx-verbs-restore.json:
+// whether libibverbs' providers were loaded before it (crx preloads this
+// plugin into a criu started ahead of a migration's images) and how long
+// its ibv_get_device_list took.
+void record_plugin_init(bool providers_preloaded, double init_ms);
+
 }  // namespace crx::verbs_plugin

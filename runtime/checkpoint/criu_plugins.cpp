@@ -42,6 +42,13 @@ std::string criu_plugin_dir() {
   return choose_criu_plugin_dir(std::getenv(kCriuLibdirEnv), executable_directory(), is_directory);
 }
 
+std::string verbs_plugin_path() {
+  std::string path = criu_plugin_dir();
+  if (path.empty()) path = kCriuDefaultLibdir;
+  path.append("/").append(kVerbsPluginName);
+  return path;
+}
+
 std::string make_no_plugins_dir(int dir_fd) {
   if (::mkdirat(dir_fd, kNoPluginsDir, 0700) != 0 && errno != EEXIST)
     throw_errno(std::string("make ") + kNoPluginsDir + " for CRIU");

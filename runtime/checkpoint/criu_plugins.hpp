@@ -25,6 +25,12 @@ std::string choose_criu_plugin_dir(const char* env, const std::string& exe_dir,
 // The rule for this process ("" = CRIU's default).
 std::string criu_plugin_dir();
 
+// The verbs plugin's file in the directory CRIU loads plugins from (CRIU's
+// default when criu_plugin_dir() is ""); it need not exist.
+inline constexpr const char* kVerbsPluginName = "crx_ibverbs.so";
+inline constexpr const char* kCriuDefaultLibdir = "/usr/lib/criu";
+std::string verbs_plugin_path();
+
 // For a dump or restore that needs no plugin (CommonOptions::plugins
 // false): an empty directory made (or found) in dir_fd, by the path CRIU
 // opens it through (/proc/<our pid>/fd/<dir_fd>/kNoPluginsDir). Not

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -23,20 +24,44 @@ namespace {
 std::string g_criu_binary = "criu";
 constexpr size_t kMaxMessage = 64 * 1024;
 constexpr std::string_view kDeferResumeEnv = "CRX_VERBS_DEFER_RESUME";
+constexpr std::string_view kPreloadEnv = "CRX_VERBS_PRELOAD";
+constexpr std::string_view kLdPreloadEnv = "LD_PRELOAD";
+
+bool is_var(std::string_view entry, std::string_view name) {
+  return entry.starts_with(name) && entry.size() > name.size() && entry[name.size()] == '=';
+}
 
 // Our environment for `criu swrk`, with CRX_VERBS_DEFER_RESUME=1 exactly
-// when asked (the verbs plugin reads it; an inherited one never counts).
-std::vector<std::string> criu_environment(bool defer_verbs_resume) {
+// when asked (the verbs plugin reads it; an inherited one never counts),
+// and the verbs plugin preloaded when asked (StartedRestore::Setup).
+std::vector<std::string> criu_environment(bool defer_verbs_resume,
+                                          const std::string& preload_plugin = {}) {
   std::vector<std::string> env;
   for (char** e = environ; e && *e; ++e) {
     std::string_view v(*e);
-    if (v.starts_with(kDeferResumeEnv) && v.size() > kDeferResumeEnv.size() &&
-        v[kDeferResumeEnv.size()] == '=')
-      continue;
+    if (is_var(v, kDeferResumeEnv) || is_var(v, kPreloadEnv)) continue;
     env.emplace_back(v);
   }
-  if (defer_verbs_resume) env.push_back(std::string(kDeferResumeEnv) + "=1");
+  auto set = [&env](std::string_view name, std::string_view value) {
+    env.emplace_back(name).append("=").append(value);
+  };
+  if (defer_verbs_resume) set(kDeferResumeEnv, "1");
+  if (!preload_plugin.empty()) {
+    set(kLdPreloadEnv, preload_plugin);
+    set(kPreloadEnv, "1");
+  }
   return env;
+}
+
+// The plugin to preload into a waiting criu, or "" to load none: an
+// LD_PRELOAD we inherited stays as it is (the operator's; ours would
+// replace it), and a path ld.so would split (':' or ' ') or cannot read
+// is no use.
+std::string preloadable_plugin(const std::string& path) {
+  if (path.empty() || std::getenv(std::string(kLdPreloadEnv).c_str())) return {};
+  if (path.find_first_of(": ") != std::string::npos || ::access(path.c_str(), R_OK) != 0)
+    return {};
+  return path;
 }
 
 // criu_opts with the storage its pointers point into.
@@ -211,14 +236,14 @@ class SwrkSession {
   // CRIU has to cure and let go of the tasks it seized).
   // output_fd: CRIU's stdout and stderr (-1: /dev/null).
   SwrkSession(std::string action, const std::vector<int>& child_fds, bool defer_verbs_resume,
-              bool die_with_us, int output_fd)
+              bool die_with_us, int output_fd, const std::string& preload_plugin = {})
       : action_(std::move(action)) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
       throw_errno("criu " + action_ + ": socketpair");
     sock_.reset(sv[0]);
     UniqueFd theirs(sv[1]);
-    std::vector<std::string> env = criu_environment(defer_verbs_resume);
+    std::vector<std::string> env = criu_environment(defer_verbs_resume, preload_plugin);
     SpawnOptions o;
     o.keep_fds = child_fds;
     o.keep_fds.push_back(theirs.get());
@@ -463,7 +488,8 @@ class StartedRestore::Session : public SwrkSession {
 StartedRestore::StartedRestore(const Setup& s)
     : setup_(s),
       session_(std::make_unique<Session>("restore", s.inherit_fds, s.defer_verbs_resume,
-                                         /*die_with_us=*/true, s.output_fd)) {}
+                                         /*die_with_us=*/true, s.output_fd,
+                                         preloadable_plugin(s.preload_verbs_plugin))) {}
 
 StartedRestore::~StartedRestore() = default;
 

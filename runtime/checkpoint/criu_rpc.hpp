@@ -77,6 +77,12 @@ class StartedRestore {
     std::vector<int> inherit_fds;     // inherited under their own numbers
     bool defer_verbs_resume = false;  // RestoreOptions::defer_verbs_resume
     int output_fd = -1;               // CRIU's stdout and stderr; -1: /dev/null
+    // The verbs plugin (crx_ibverbs.so) to load into the waiting criu now,
+    // "" for none: its libraries and libibverbs' providers are then loaded
+    // before run(), not in it (the plugin's constructor does it; CRIU's
+    // own dlopen of the same file finds it loaded). Unused when crx runs
+    // with an LD_PRELOAD of its own or the file is not there.
+    std::string preload_verbs_plugin;
   };
   explicit StartedRestore(const Setup& s);
   StartedRestore(const StartedRestore&) = delete;

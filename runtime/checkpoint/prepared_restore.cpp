@@ -9,6 +9,7 @@
 #include "checkpoint/carried_state.hpp"
 #include "checkpoint/criu_root.hpp"
 #include "checkpoint/image_dirs.hpp"
+#include "checkpoint/criu_plugins.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
 #include "checkpoint/fresh_netns.hpp"
@@ -156,6 +157,12 @@ void PreparedRestore::prepare() {
   for (const auto& f : o_.inherit_fds) setup.inherit_fds.push_back(f.fd);
   setup.defer_verbs_resume = o_.defer_verbs_resume;
   setup.output_fd = output.get();
+  // Ahead of the images (a migration), the verbs plugin is loaded into the
+  // waiting criu now: whether run() needs it is known only from the images,
+  // and loading it then is 0.1-0.2 s of a TCG guest's frozen window. When
+  // run() does not need it, it stays idle there (CRIU calls the plugins of
+  // its libdir only).
+  if (r_.images_below) setup.preload_verbs_plugin = verbs_plugin_path();
   criu_ = std::make_unique<StartedRestore>(setup);
   // The id stays taken (the dir exists), but its lock goes until run():
   // `crx list` and `crx state` wait for a locked dir, and pre-copy may take

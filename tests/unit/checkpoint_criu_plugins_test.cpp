@@ -157,4 +157,41 @@ TEST(CriuPlugins, EnvironmentPicksTheDirForRestoreAndDeferIsPassed) {
   ::unsetenv(kCriuLibdirEnv);
 }
 
+// A criu started ahead of a migration's images gets the verbs plugin
+// preloaded (its constructor loads libibverbs' providers off the frozen
+// window), exactly when asked, the file is there and crx has no
+// LD_PRELOAD of its own.
+TEST(CriuPlugins, WaitingRestorePreloadsTheVerbsPlugin) {
+  FakeCriu criu;
+  std::string plugin = criu.dir + "/" + kVerbsPluginName;
+  write_file(plugin, "", 0644);  // ld.so says it cannot preload it; sh runs on
+  auto started_env = [&](const std::string& preload) {
+    ::unlink(criu.env.c_str());
+    StartedRestore::Setup s;
+    s.preload_verbs_plugin = preload;
+    { StartedRestore r(s); }  // closing its socket ends the fake
+    return read_file(criu.env);
+  };
+  ::setenv("CRX_VERBS_PRELOAD", "1", 1);  // inherited: must not count
+  started_env("");
+  EXPECT_FALSE(criu.env_has("CRX_VERBS_PRELOAD=1"));
+  started_env(plugin);
+  EXPECT_TRUE(criu.env_has("LD_PRELOAD=" + plugin));
+  EXPECT_TRUE(criu.env_has("CRX_VERBS_PRELOAD=1"));
+  started_env(criu.dir + "/missing.so");
+  EXPECT_FALSE(criu.env_has("CRX_VERBS_PRELOAD=1"));
+  ::setenv("LD_PRELOAD", "/the/operators.so", 1);
+  started_env(plugin);
+  ::unsetenv("LD_PRELOAD");
+  EXPECT_TRUE(criu.env_has("LD_PRELOAD=/the/operators.so"));
+  EXPECT_FALSE(criu.env_has("CRX_VERBS_PRELOAD=1"));
+  ::unsetenv("CRX_VERBS_PRELOAD");
+
+  ::setenv(kCriuLibdirEnv, "/from/env", 1);
+  EXPECT_EQ(verbs_plugin_path(), "/from/env/crx_ibverbs.so");
+  ::setenv(kCriuLibdirEnv, "", 1);
+  EXPECT_EQ(verbs_plugin_path(), "/usr/lib/criu/crx_ibverbs.so");
+  ::unsetenv(kCriuLibdirEnv);
+}
+
 }  // namespace

@@ -58,6 +58,10 @@ class RdmaMigrateTest(RdmaBedCase):
                             f"|| {{ tail -40 /tmp/img-{cid}/restore.log; exit 1; }}", timeout=600)
         self.assertEqual(self.state(0, cid), "running")
         print(self.sh(self.tb, 0, f"cat /tmp/img-{cid}/crx-verbs-*.json"), flush=True)
+        # `crx restore` has its images from the start: no criu waits ahead
+        # of them, so nothing is preloaded
+        restored = json.loads(self.sh(self.tb, 0, f"cat /tmp/img-{cid}/crx-verbs-restore.json"))
+        self.assertFalse(restored["providers_preloaded"], restored)
         self.wait_progress(cid, before + 100)
         self.finish(cid, sender, count)
 
@@ -79,9 +83,15 @@ class RdmaMigrateTest(RdmaBedCase):
         rep = self.migrate(cid, 0, 2)
         self.assertEqual(rep["verbs"]["objects"]["qp"], 1, f"the report's verbs part: {rep}")
         # the destination's part came back with CommitAck
-        for key in ("dump_ms", "recreate_ms", "pin_ms", "resume_ms", "image_bytes"):
+        for key in ("dump_ms", "plugin_init_ms", "recreate_ms", "pin_ms", "resume_ms",
+                    "image_bytes"):
             self.assertIn(key, rep["verbs"], f"the report's verbs part: {rep}")
         self.assertTrue(rep["verbs"]["restore_ok"], rep)
+        # the receiver's criu, started while pre-copy ran, had the plugin
+        # and libibverbs' providers loaded before the images came
+        self.assertTrue(rep["verbs"]["providers_preloaded"], rep)
+        print("verbs times (ms): " + ", ".join(f"{k} {rep['verbs'][k]:.1f}" for k in (
+            "dump_ms", "plugin_init_ms", "recreate_ms", "pin_ms", "resume_ms")), flush=True)
         queued = [rep["verbs"]["completions_queued"]]
         n = self.wait_progress(cid, n + 50)
         rep = self.migrate(cid, 2, 0)

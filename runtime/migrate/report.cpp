@@ -113,6 +113,7 @@ nlohmann::json verbs_json(const VerbsReport& v) {
     j["plugin_init_ms"] = v.restore->init_ms;
     j["providers_preloaded"] = v.restore->providers_preloaded;
     j["recreate_ms"] = v.restore->recreate_ms;
+    if (!v.restore->recreate_parts_ms.empty()) j["recreate_parts_ms"] = v.restore->recreate_parts_ms;
     j["pin_ms"] = v.restore->pin_ms;
   }
   if (v.restore || v.resume) j["resume_ms"] = v.resume_ms();

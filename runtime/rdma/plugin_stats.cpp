@@ -70,6 +70,10 @@ std::optional<VerbsRestoreStats> parse_verbs_restore_stats(const std::string& te
   s.init_ms = number(*j, "init_ms");
   auto pre = j->find("providers_preloaded");
   s.providers_preloaded = pre != j->end() && pre->is_boolean() && pre->get<bool>();
+  auto parts = j->find("recreate_parts_ms");
+  if (parts != j->end() && parts->is_object())
+    for (auto& [k, v] : parts->items())
+      if (v.is_number()) s.recreate_parts_ms[k] = v.get<double>();
   return s;
 }
 

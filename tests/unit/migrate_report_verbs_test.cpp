@@ -67,7 +67,8 @@ TEST(VerbsReport, TextAndJson) {
              R"({"contexts":1,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},"mr_bytes":2097152,"dump_ms":3.5})");
   write_file(t.path + "/crx-verbs-restore.json",
              R"({"ok":true,"recreate_ms":7.25,"pin_ms":2,"resume_ms":0,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},)"
-             R"("init_ms":1.5,"providers_preloaded":true})");
+             R"("init_ms":1.5,"providers_preloaded":true,)"
+             R"("recreate_parts_ms":{"open":1,"create":4,"refill":2,"map":0.25}})");
   rdma::write_verbs_resume_stats(t.path, {2, 1.5});
   migrate::MigrationReport rep;
   rep.role = "receiver";
@@ -91,6 +92,8 @@ TEST(VerbsReport, TextAndJson) {
   EXPECT_EQ(j["verbs"]["resumed_qps_after_commit"], 2);
   EXPECT_EQ(j["verbs"]["plugin_init_ms"], 1.5);
   EXPECT_EQ(j["verbs"]["providers_preloaded"], true);
+  EXPECT_EQ(j["verbs"]["recreate_parts_ms"]["create"], 4.0);
+  EXPECT_EQ(j["verbs"]["recreate_parts_ms"]["map"], 0.25);
 
   // a restore without the preload (crx restore) says nothing of it
   write_file(t.path + "/crx-verbs-restore.json",
@@ -98,6 +101,7 @@ TEST(VerbsReport, TextAndJson) {
   rep.verbs = migrate::VerbsReport::read(t.path);
   EXPECT_NE(rep.to_text().find("plugin init 80.0 ms, recreate"), std::string::npos) << rep.to_text();
   EXPECT_EQ(nlohmann::json::parse(rep.to_json())["verbs"]["providers_preloaded"], false);
+  EXPECT_FALSE(nlohmann::json::parse(rep.to_json())["verbs"].contains("recreate_parts_ms"));
 
   rep.verbs.reset();
   EXPECT_EQ(rep.to_text().find("verbs"), std::string::npos);

@@ -129,6 +129,8 @@ int TaskRestorer::restore_context(uint32_t ctx_id) {
   if (ctx->cmd_fd < 0 || ctx->async_fd < 0) return ctx->cmd_fd < 0 ? ctx->cmd_fd : ctx->async_fd;
   r.cmd_fd = ctx->cmd_fd;
   r.cdev_path = std::string("/dev/infiniband/") + dev->dev_name;
+  // where the time goes: open, create, refill, map (crx-verbs-restore.json)
+  double t_open = now_ms();
 
   const std::vector<uint8_t>& dump = r.img.dump;
   std::map<uint32_t, void*> pds, cqs, srqs;
@@ -215,6 +217,7 @@ int TaskRestorer::restore_context(uint32_t ctx_id) {
     destroy_all(made);
     return err;
   }
+  double t_create = now_ms();
   for (Created& c : made) {
     struct ibv_restore_args a{};
     a.record = c.rec;
@@ -231,6 +234,7 @@ int TaskRestorer::restore_context(uint32_t ctx_id) {
     }
   }
   ibv_restore_object(ctx, nullptr, 0, IBV_RESTORE_FINISH, nullptr, 0);
+  double t_refill = now_ms();
 
   for (const QueueMap& q : r.img.queues) {
     uint64_t off = 0, size = 0;
@@ -244,7 +248,15 @@ int TaskRestorer::restore_context(uint32_t ctx_id) {
     r.offsets[q.offset] = off;
   }
 
-  nlohmann::json j = {{"context", ctx_id}, {"objects", objects}, {"recreate_ms", now_ms() - t0}};
+  double t_map = now_ms();
+  nlohmann::json j = {{"context", ctx_id},
+                      {"objects", objects},
+                      {"recreate_ms", t_map - t0},
+                      {"parts_ms",
+                       {{"open", t_open - t0},
+                        {"create", t_create - t_open},
+                        {"refill", t_refill - t_create},
+                        {"map", t_map - t_refill}}}};
   std::string s = j.dump() + "\n";
   write_image_file("crx-verbs-restore-ctx-" + std::to_string(ctx_id) + ".json", s.data(),
                    s.size());
@@ -419,6 +431,7 @@ int finish_context(int pid, int fd, LateStats* st) {
 
 void write_restore_report(const LateStats& st, const std::string& error) {
   nlohmann::json objects = nlohmann::json::object();
+  nlohmann::json parts = nlohmann::json::object();
   double recreate_ms = 0;
   DIR* d = nullptr;
   int dir = dup(criu_get_image_dir());
@@ -433,6 +446,9 @@ void write_restore_report(const LateStats& st, const std::string& error) {
       recreate_ms += j.value("recreate_ms", 0.0);
       for (auto& [k, v] : j["objects"].items())
         objects[k] = objects.value(k, 0) + v.get<int>();
+      if (j.contains("parts_ms") && j["parts_ms"].is_object())
+        for (auto& [k, v] : j["parts_ms"].items())
+          if (v.is_number()) parts[k] = parts.value(k, 0.0) + v.get<double>();
     }
     closedir(d);
   }
@@ -440,6 +456,7 @@ void write_restore_report(const LateStats& st, const std::string& error) {
                       {"contexts", st.contexts},
                       {"objects", objects},
                       {"recreate_ms", recreate_ms},
+                      {"recreate_parts_ms", parts},
                       {"cred_ms", st.cred_ms},
                       {"pin_ms", st.pin_ms},
                       {"mrs_pinned", st.mrs_pinned},

@@ -21,9 +21,10 @@ std::string fd_path(int fd);
 // The ibv device name behind a uverbs char device ("" if unknown).
 std::string ibdev_of(const struct stat& st);
 
-// Moves fd to a number far above the ones a restored process uses (CRIU
-// places the process's fds by number and refuses one that is taken);
-// closes the old one. The new fd, or -errno (fd is closed either way).
+// Moves fd to a number above every fd open in this task, out of the way
+// of the numbers CRIU places the restored process's fds at (it refuses
+// one that is taken) and of its service fds; closes the old one. The new
+// fd, or -errno (fd is closed either way).
 int move_high(int fd);
 
 // Files in CRIU's images dir (criu_get_image_dir()). 0 or -errno.

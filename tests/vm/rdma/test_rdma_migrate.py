@@ -90,8 +90,17 @@ class RdmaMigrateTest(RdmaBedCase):
         # the receiver's criu, started while pre-copy ran, had the plugin
         # and libibverbs' providers loaded before the images came
         self.assertTrue(rep["verbs"]["providers_preloaded"], rep)
+        # the plugin's fds sat just above CRIU's during the restore, not at
+        # half the fd limit: the restored process's fd table stayed small
+        # (it was 2^20 entries, 8 MiB; growing it cost 25-46 ms)
+        fdsize = int(self.sh(self.tb, 2, f"p=$({CRX} state {cid} | sed -n "
+                                         "'s/.*\"pid\": *\\([0-9]*\\).*/\\1/p'); "
+                                         "awk '/^FDSize:/ {print $2}' /proc/$p/status"))
+        print(f"restored process FDSize {fdsize}", flush=True)
+        self.assertLess(fdsize, 4096, "the restored process's fd table")
         print("verbs times (ms): " + ", ".join(f"{k} {rep['verbs'][k]:.1f}" for k in (
-            "dump_ms", "plugin_init_ms", "recreate_ms", "pin_ms", "resume_ms")), flush=True)
+            "dump_ms", "plugin_init_ms", "recreate_ms", "pin_ms", "resume_ms"))
+              + f"; recreate by step: {rep['verbs']['recreate_parts_ms']}", flush=True)
         queued = [rep["verbs"]["completions_queued"]]
         n = self.wait_progress(cid, n + 50)
         rep = self.migrate(cid, 2, 0)
@@ -112,6 +121,8 @@ class RdmaMigrateTest(RdmaBedCase):
         n = self.wait_progress(cid, 200)
         rep = self.migrate(cid, 0, 2)
         self.assertEqual(rep["verbs"]["objects"]["qp"], qps, rep)
+        print(f"{qps} QPs: recreate {rep['verbs']['recreate_ms']:.1f} ms by step "
+              f"{rep['verbs']['recreate_parts_ms']}", flush=True)
         self.wait_progress(cid, n + 100)
         self.finish(cid, sender, count, qps=qps, k=2)
 

@@ -9,7 +9,7 @@
 //   crx-verbs-restore.json  plugin, at restore: {"ok":true|false,"error":"..",
 //                           "recreate_ms":..,"pin_ms":..,"resume_ms":..,"objects":{..},
 //                           "init_ms":..,"providers_preloaded":true|false,
-//                           "recreate_parts_ms":{"open":..,"create":..,
+//                           "recreate_parts_ms":{"load":..,"open":..,"create":..,
 //                           "refill":..,"map":..}}
 //   crx-verbs-resume.json   crx, after resuming QPs the plugin left stopped
 //                           (CRX_VERBS_DEFER_RESUME): {"qps":N,"resume_ms":..}
@@ -48,8 +48,9 @@ struct VerbsRestoreStats {
   // checkpoint/criu_rpc.hpp, StartedRestore::Setup::preload_verbs_plugin).
   double init_ms = 0;
   bool providers_preloaded = false;
-  // recreate_ms by step, over all contexts: opening the device, creating
-  // the objects, refilling them, making their queues mappable again
+  // recreate_ms by step, over all contexts: loading the image, opening the
+  // device, creating the objects, refilling them, making their queues
+  // mappable again
   std::map<std::string, double> recreate_parts_ms;
 };
 

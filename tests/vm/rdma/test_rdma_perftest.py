@@ -435,11 +435,21 @@ class RdmaPerftestTest(RdmaBedCase):
         srv_out, srv_rc = self.read(cid + ".out"), self.read(cid + ".rc").strip()
         print(f"{tool} server (container, now on g{at}), exit {srv_rc}:\n{srv_out}"
               f"{self.read(cid + '.err')}", flush=True)
-        self.assertEqual(rc, 0, f"{tool} client failed: {why_failed(out, err)}\n"
-                                f"{out}\n{err}\n{self.diag(1, at, cid)}")
+        # perftest's clock check (its r^2 of cycles against time) can refuse
+        # the client's report under TCG load, as in calibrate(). It runs
+        # after every iteration completed (an error ends perftest before),
+        # so the server's row below still says whether all of them arrived.
+        clock_refused = (rc == 1 and "Can't produce a report" in out + err
+                         and "Correlation coefficient" in out + err)
+        if clock_refused:
+            print(f"{tool} client: perftest's clock check refused its report; "
+                  "the server's report counts", flush=True)
+        else:
+            self.assertEqual(rc, 0, f"{tool} client failed: {why_failed(out, err)}\n"
+                                    f"{out}\n{err}\n{self.diag(1, at, cid)}")
         self.assertEqual(srv_rc, "0", f"{tool} server failed: {why_failed(srv_out, self.read(cid + '.err'))}\n"
                                       f"{self.diag(1, at, cid)}")
-        for who, text in (("client", out), ("server", srv_out)):
+        for who, text in (("client", out), ("server", srv_out))[clock_refused:]:
             self.assertRegex(text, HEADER, f"{tool} {who}: no bandwidth table")
             row = report_row(text)
             self.assertIsNotNone(row, f"{tool} {who}: no row for {SIZE} bytes:\n{text}")

@@ -90,6 +90,7 @@ LOSE_REPLIES = (
     "for op in 0x0d 0x0e 0x0f 0x10; do tc filter add dev eth0 parent 1: protocol ip prio 1 "
     "u32 match ip protocol 17 0xff match ip dport 4791 0xffff match u8 $op 0xff at 28 "
     "flowid 1:3 || exit 1; done")
+LOST_REPLIES = "tc -s qdisc show dev eth0 parent 1:3"
 REPLIES_BACK = "tc qdisc del dev eth0 root 2>/dev/null; true"
 HEADER = re.compile(r"#bytes\s+#iterations\s+BW peak\[MB/sec\]\s+BW average\[MB/sec\]")
 
@@ -387,6 +388,16 @@ class RdmaPerftestTest(RdmaBedCase):
         else:
             if lose_replies:
                 self.sh(self.tb, 0, LOSE_REPLIES)
+                # the move starts once a reply was lost: the client then
+                # holds READs the server accepted and whose replies it
+                # never gets (a run once lost none before its freeze: the
+                # client was between two retries)
+                deadline = time.monotonic() + 15
+                while not re.search(r"dropped [1-9]", self.sh(self.tb, 0, LOST_REPLIES)):
+                    if time.monotonic() > deadline:
+                        self.fail(f"g0 lost no READ reply in 15 s: "
+                                  f"{self.sh(self.tb, 0, LOST_REPLIES)}\n{self.diag(1, 0, cid)}")
+                    time.sleep(0.2)
             report = self.migrate_with_address(cid, 0, 2, rh, log)
         self.assertEqual(report["verbs"]["objects"]["qp"], 1, f"the report's verbs part: {report}")
         if tool == "ib_read_bw" and not roll_back:
@@ -395,7 +406,7 @@ class RdmaPerftestTest(RdmaBedCase):
             self.assertGreater(report["verbs"].get("responder_resources", 0), 0,
                                f"the report's verbs part: {report['verbs']}")
         if lose_replies:
-            lost = self.sh(self.tb, 0, "tc -s qdisc show dev eth0 parent 1:3")
+            lost = self.sh(self.tb, 0, LOST_REPLIES)
             dup = self.sh(self.tb, 2, "cat /sys/class/infiniband/rxe0/ports/1/hw_counters/"
                                       "duplicate_request")
             print(f"g0's lost replies: {lost.strip()}; duplicate requests at g2: {dup.strip()}",

@@ -26,6 +26,11 @@
  * every rank waits for its neighbours each iteration, so a stall anywhere
  * shows in its timeline (tests/bench/mpi splits a job's delay with it).
  *
+ * --hold PATH: rank 0, done iterating, waits until PATH exists before the
+ * final reductions (the other ranks wait in them), polling every 10 ms, and
+ * says so on stderr ({"hold":{"iter":I}}). A test looking at a moved rank
+ * after its last move holds the job this way so that it cannot end first.
+ *
  * stdout (rank 0): one JSON line. stderr: progress lines
  *   {"progress":{"iter":I,"norm":R}} every --progress iterations.
  * Exit status 0 only if the run checked out ("ok":true). */
@@ -35,12 +40,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 static void usage(int rank)
 {
     if (rank == 0)
         fprintf(stderr, "usage: mpi-jacobi [--n N] [--iters I] [--check C] [--progress P] "
-                        "[--bulk BYTES] [--bulk-every K] [--timeline K] [--verify|--no-verify]\n");
+                        "[--bulk BYTES] [--bulk-every K] [--timeline K] [--hold PATH] [--verify|--no-verify]\n");
 }
 
 /* Prints ,"hosts":[...] : every rank's MPI_Get_processor_name, in rank order
@@ -157,6 +164,7 @@ int main(int argc, char **argv)
 
     int n = 512, iters = 400, check = 10, progress = 50, verify = 1, bulk = 0, bulk_every = 10;
     int timeline = 0;
+    const char *hold = NULL;
     for (int a = 1; a < argc; a++) {
         const char *s = argv[a];
         int *target = NULL;
@@ -174,7 +182,10 @@ int main(int argc, char **argv)
             target = &bulk_every;
         else if (!strcmp(s, "--timeline"))
             target = &timeline;
-        else if (!strcmp(s, "--verify")) {
+        else if (!strcmp(s, "--hold") && a + 1 < argc) {
+            hold = argv[++a];
+            continue;
+        } else if (!strcmp(s, "--verify")) {
             verify = 1;
             continue;
         } else if (!strcmp(s, "--no-verify")) {
@@ -254,6 +265,13 @@ int main(int argc, char **argv)
         }
     }
     double seconds = MPI_Wtime() - t0;
+    if (hold && rank == 0) {
+        fprintf(stderr, "{\"hold\":{\"iter\":%d}}\n", iters);
+        fflush(stderr);
+        const struct timespec tick = {0, 10 * 1000 * 1000};
+        while (access(hold, F_OK) != 0)
+            nanosleep(&tick, NULL);
+    }
 
     uint64_t local_sum = 0, checksum = 0;
     for (int i = 1; i <= rows; i++)

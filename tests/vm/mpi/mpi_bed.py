@@ -207,6 +207,18 @@ class MpiBed:
                 found[k] = json.loads(out)["status"]
         return found
 
+    def release_hold(self, cid, path):
+        """Creates `path` inside container `cid` wherever it runs (through
+        /proc/<its pid>/root): what a rank started with --hold waits for.
+        Nothing to release if the container runs nowhere."""
+        for k, state in self.where(cid).items():
+            if state != "running":
+                continue
+            rc, out, _ = self.tb.run(k, f"{CRX} state {cid}", timeout=120)
+            pid = json.loads(out)["pid"] if rc == 0 else 0
+            if pid > 0:
+                self.tb.run(k, f"touch /proc/{pid}/root{path}", timeout=60, check=True)
+
     def qps(self, k):
         """The rank's QPs on guest k as (type, lqpn) pairs."""
         rc, out, err = self.tb.run(k, "rdma -j resource show qp")

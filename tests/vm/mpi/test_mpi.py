@@ -46,6 +46,8 @@ KILL_MID_RESTORE = os.path.join(os.path.dirname(os.path.abspath(__file__)), os.p
 # Move rank 0 once the job is this far (of JACOBI_ARGS' --iters).
 MOVE_AT_ITER = int(os.environ.get("CRX_VM_MPI_MOVE_AT", "500"))
 MOVE_BACK_AT_ITER = int(os.environ.get("CRX_VM_MPI_MOVE_BACK_AT", "1250"))
+# in rank 0's container (its own /tmp, which moves with it): mpi-jacobi --hold
+HOLD_FILE = "/tmp/jacobi-release"
 # The kernel: tens of seconds under TCG (about 13 ms per iteration with
 # three guests on two cores), halo rows of 2 KiB (eager).
 JACOBI_ARGS = os.environ.get("CRX_VM_MPI_JACOBI", "--n 256 --iters 2500 --check 10 --progress 250")
@@ -165,7 +167,9 @@ class MpiTest(VmTestCase):
         """mpi-jacobi (args) over the three ranks; rank 0 moves g0 -> g3 once
         the job passed MOVE_AT_ITER (with `pre_copy` rounds), and with `back`
         g3 -> g0 again once it passed MOVE_BACK_AT_ITER; `first` runs
-        while the job does, before the first move. Returns (summary,
+        while the job does, before the first move. Rank 0 holds the job
+        after its last iteration (--hold) until the moves are done and
+        looked at: on a slow host a move can outlast the rest of the job. Returns (summary,
         mpirun seconds, move: the first move's record, the second's under
         "back")."""
         move = {}
@@ -184,14 +188,18 @@ class MpiTest(VmTestCase):
                   flush=True)
 
         def during():
-            if first:
-                first()
-            one(move, MOVE_AT_ITER, 0, 3)
-            if back and move["rc"] == 0:
-                move["back"] = {}
-                one(move["back"], MOVE_BACK_AT_ITER, 3, 0)
+            try:
+                if first:
+                    first()
+                one(move, MOVE_AT_ITER, 0, 3)
+                if back and move["rc"] == 0:
+                    move["back"] = {}
+                    one(move["back"], MOVE_BACK_AT_ITER, 3, 0)
+            finally:
+                self.bed.release_hold("mpi-r0", HOLD_FILE)
 
-        res, took = self.mpirun("mpi-jacobi", args, tag, during=during, ucx=ucx)
+        res, took = self.mpirun("mpi-jacobi", f"{args} --hold {HOLD_FILE}", tag, during=during,
+                                ucx=ucx)
         return res, took, move
 
     def assert_moved(self, move, dst):
@@ -244,7 +252,9 @@ class MpiTest(VmTestCase):
         self.assertTrue(res["verified"], res)
         self.assertEqual((res["n"], res["iters"], res["ranks"]),
                          (self.reference["n"], self.reference["iters"], 3))
-        self.assertIn('"progress"', self.bed.read("jacobi-rc-moved.err"))
+        err = self.bed.read("jacobi-rc-moved.err")
+        self.assertIn('"progress"', err)
+        self.assertIn('"hold"', err, "rank 0 held the job until the moves were looked at")
         self.assertEqual((res["bulk"]["bytes"], res["bulk"]["errors"]), (BULK, 0), res)
         self.assertEqual(res["bulk"]["exchanges"], res["iters"] // BULK_EVERY, res)
         for m in (move, move["back"]):

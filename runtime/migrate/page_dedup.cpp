@@ -76,9 +76,9 @@ PageHeaderLayout page_header_layout(unsigned major, unsigned minor) {
 }
 
 PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
-                               bool criu_has_parent, TaskMemory* check_parent)
+                               bool criu_has_parent, TaskMemory* check_parent, bool zero_runs)
     : ledger_(ledger), network_(std::move(network)), layout_(layout),
-      criu_has_parent_(criu_has_parent), check_parent_(check_parent) {
+      criu_has_parent_(criu_has_parent), check_parent_(check_parent), out_(zero_runs) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
@@ -107,6 +107,7 @@ PageDedupStats PageDedupRelay::finish() {
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> lock(mutex_);
   if (!error_.empty()) throw Error(error_, error_cause_, error_errno_);
+  stats_.zero_pages = out_.zero_pages();
   return stats_;
 }
 
@@ -158,7 +159,7 @@ void PageDedupRelay::relay() {
       // CRIU given its socket (--ps-socket, as crx does) ends with
       // FORCE_CLOSE, otherwise CLOSE; both ask the page server for its
       // status, zero once it has written the round.
-      out_.append(h.data(), hsize);
+      out_.bytes(h.data(), hsize);
       if (pass_answer(4) == 0) {
         ledger_.end_round();
         closed_ = true;
@@ -167,12 +168,12 @@ void PageDedupRelay::relay() {
     }
     switch (cmd & kCmdMask) {
       case kIovOpen:  // no answer; the destination's parent is unknown
-        out_.append(h.data(), hsize);
+        out_.bytes(h.data(), hsize);
         open_image_ = dst_id;
         has_parent_ = false;
         break;
       case kIovOpen2: {
-        out_.append(h.data(), hsize);
+        out_.bytes(h.data(), hsize);
         flush();
         char has_parent = 0;
         read_exact(network_.get(), &has_parent, 1, "reading the page server's answer");
@@ -183,7 +184,7 @@ void PageDedupRelay::relay() {
         break;
       }
       case kIovParent:
-        out_.append(h.data(), hsize);
+        out_.bytes(h.data(), hsize);
         pass_answer(4);
         break;
       case kIovAdd:
@@ -239,8 +240,8 @@ void PageDedupRelay::add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64
       if (record)
         for (size_t i = 0; i < n; i++)
           ledger_.unchanged(dst_id, vaddr + (done + i) * kPage, hash_page(&chunk[i * kPage], kPage));
-      out_.append(chunk.data(), n * kPage);
-      if (out_.size() >= kFlushAt) flush();
+      for (size_t i = 0; i < n; i++) out_.page(&chunk[i * kPage]);
+      if (out_.wire().size() >= kFlushAt) flush();
       done += n;
       continue;
     }
@@ -306,12 +307,12 @@ void PageDedupRelay::end_run() {
     send_header(kIovAddF | (kParent << kCmdBits), run_.pages, run_.start, run_.dst_id);
   } else {
     send_header(kIovAddF | (run_.data_flags << kCmdBits), run_.pages, run_.start, run_.dst_id);
-    out_ += run_.data;
+    for (size_t off = 0; off < run_.data.size(); off += kPage) out_.page(&run_.data[off]);
     run_.data.clear();
   }
   run_.start += run_.pages * kPage;
   run_.pages = 0;
-  if (out_.size() >= kFlushAt) flush();
+  if (out_.wire().size() >= kFlushAt) flush();
 }
 
 void PageDedupRelay::send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id) {
@@ -326,7 +327,7 @@ void PageDedupRelay::send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr
     store<uint64_t>(h + 16, vaddr);
     store<uint64_t>(h + 24, dst_id);
   }
-  out_.append(h, header_size(layout_));
+  out_.bytes(h, header_size(layout_));
 }
 
 int32_t PageDedupRelay::pass_answer(size_t len) {
@@ -338,9 +339,10 @@ int32_t PageDedupRelay::pass_answer(size_t len) {
 }
 
 void PageDedupRelay::flush() {
-  if (out_.empty()) return;
-  write_all(network_.get(), out_.data(), out_.size(), "sending pages");
-  stats_.bytes_out += out_.size();
+  const std::string& wire = out_.wire();
+  if (wire.empty()) return;
+  write_all(network_.get(), wire.data(), wire.size(), "sending pages");
+  stats_.bytes_out += wire.size();
   out_.clear();
 }
 

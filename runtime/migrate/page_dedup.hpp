@@ -41,6 +41,7 @@
 #include "common/unique_fd.hpp"
 #include "migrate/page_ledger.hpp"
 #include "migrate/task_memory.hpp"
+#include "migrate/zero_runs.hpp"
 
 namespace crx::migrate {
 
@@ -62,8 +63,11 @@ class PageDedupRelay {
   // check_parent: the tasks' memory, when CRIU's "in parent" records for
   // task pages are to be checked against their content (above); it
   // outlives the relay. nullptr: CRIU's word stands.
+  // zero_runs: the stream goes out in frames, pages of zeros as their
+  // count (zero_runs.hpp); only where the destination decodes them.
   PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
-                 bool criu_has_parent = true, TaskMemory* check_parent = nullptr);
+                 bool criu_has_parent = true, TaskMemory* check_parent = nullptr,
+                 bool zero_runs = false);
   ~PageDedupRelay();
   PageDedupRelay(const PageDedupRelay&) = delete;
   PageDedupRelay& operator=(const PageDedupRelay&) = delete;
@@ -101,7 +105,7 @@ class PageDedupRelay {
     bool unchanged = false;
     std::string data;
   } run_;
-  std::string out_;          // bytes for the network, flushed before an answer
+  zero_runs::Encoder out_;   // bytes for the network, flushed before an answer
   bool has_parent_ = false;  // of the pagemap image open now
   uint64_t open_image_ = 0;
   bool closed_ = false;      // the page server confirmed the round (status 0)

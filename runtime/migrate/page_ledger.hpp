@@ -44,6 +44,8 @@ struct PageDedupStats {
   // changed: sent with their data.
   uint64_t parent_pages_checked = 0;
   uint64_t parent_pages_changed = 0;
+  // Pages of zeros that crossed as their count (zero_runs.hpp).
+  uint64_t zero_pages = 0;
 };
 
 class PageLedger {

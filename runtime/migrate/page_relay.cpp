@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "common/error.hpp"
 #include "common/log.hpp"
 #include "common/retry_eintr.hpp"
+#include "migrate/zero_runs.hpp"
 
 #ifndef TCP_ULP
 #define TCP_ULP 31
@@ -53,8 +55,8 @@ bool is_kernel_tls_socket(int fd) {
   return std::strncmp(name, "tls", sizeof name) == 0;
 }
 
-PageRelay::PageRelay(UniqueFd tls_socket, Mode mode, OnEnd on_end)
-    : tls_(std::move(tls_socket)), mode_(mode), on_end_(on_end) {
+PageRelay::PageRelay(UniqueFd tls_socket, Mode mode, OnEnd on_end, Framing framing)
+    : tls_(std::move(tls_socket)), mode_(mode), on_end_(on_end), framing_(framing) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
@@ -100,36 +102,77 @@ void PageRelay::fail(const std::string& what) {
   if (error_.empty()) error_ = what;
 }
 
-// One record or more from the kTLS socket to CRIU's end. Blocks until the
-// kernel has opened a whole record (the point of the relay).
-bool PageRelay::network_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
+size_t PageRelay::move_to_local(int pipe_r, int pipe_w, char* buf, size_t max) {
   if (mode_ == Mode::Splice) {
     ssize_t n = retry_eintr(
-        [&] { return ::splice(tls_.get(), nullptr, pipe_w, nullptr, kChunk, SPLICE_F_MOVE); });
-    if (n < 0 && errno == EINVAL && bytes_in_ == 0) {
+        [&] { return ::splice(tls_.get(), nullptr, pipe_w, nullptr, max, SPLICE_F_MOVE); });
+    if (n < 0 && errno == EINVAL && !spliced_) {
       log::debug("page relay: no splice from kernel TLS here, copying");
       mode_ = Mode::Copy;
-      return network_to_local(pipe_r, pipe_w, buf, len);
+      return move_to_local(pipe_r, pipe_w, buf, max);
     }
     if (n < 0) throw_network_error(errno);
-    if (n == 0) return false;
+    if (n == 0) return 0;
+    spliced_ = true;
     bytes_in_ += static_cast<uint64_t>(n);
-    while (n > 0) {
+    for (ssize_t left = n; left > 0;) {
       ssize_t m = retry_eintr([&] {
-        return ::splice(pipe_r, nullptr, local_.get(), nullptr, static_cast<size_t>(n),
+        return ::splice(pipe_r, nullptr, local_.get(), nullptr, static_cast<size_t>(left),
                         SPLICE_F_MOVE);
       });
       if (m <= 0) throw_errno("passing pages to criu page-server");
-      n -= m;
+      left -= m;
     }
-    return true;
+    return static_cast<size_t>(n);
   }
-  ssize_t n = retry_eintr([&] { return ::read(tls_.get(), buf, len); });
+  ssize_t n = retry_eintr([&] { return ::read(tls_.get(), buf, max); });
   if (n < 0) throw_network_error(errno);
-  if (n == 0) return false;
+  if (n == 0) return 0;
   bytes_in_ += static_cast<uint64_t>(n);
   if (!send_all(local_.get(), buf, static_cast<size_t>(n)))
     throw_errno("passing pages to criu page-server");
+  return static_cast<size_t>(n);
+}
+
+// One record or more from the kTLS socket to CRIU's end. Blocks until the
+// kernel has opened a whole record (the point of the relay).
+bool PageRelay::network_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
+  if (framing_ == Framing::ZeroRuns) return frame_to_local(pipe_r, pipe_w, buf, len);
+  return move_to_local(pipe_r, pipe_w, buf, std::min(len, kChunk)) > 0;
+}
+
+// A frame is sent whole before the sender waits for an answer, so once its
+// header is here the rest follows without anything from this side: the
+// relay blocks until it has passed the whole frame on.
+bool PageRelay::frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
+  char h[zero_runs::kHeaderSize];
+  size_t got = 0;
+  while (got < sizeof h) {
+    ssize_t n = retry_eintr([&] { return ::read(tls_.get(), h + got, sizeof h - got); });
+    if (n < 0) throw_network_error(errno);
+    if (n == 0) {
+      if (got == 0) return false;
+      throw Error("the page channel ended inside a frame's header", Cause::IO);
+    }
+    got += static_cast<size_t>(n);
+    bytes_in_ += static_cast<uint64_t>(n);
+  }
+  const zero_runs::Header frame = zero_runs::parse_header(h);
+  if (frame.kind == zero_runs::kZeros) {
+    static const char zeros[kChunk] = {};
+    for (size_t left = frame.length; left > 0;) {
+      const size_t n = std::min(left, sizeof zeros);
+      if (!send_all(local_.get(), zeros, n)) throw_errno("passing pages to criu page-server");
+      left -= n;
+    }
+    zero_bytes_ += frame.length;
+    return true;
+  }
+  for (size_t left = frame.length; left > 0;) {
+    const size_t n = move_to_local(pipe_r, pipe_w, buf, std::min({left, len, kChunk}));
+    if (n == 0) throw Error("the page channel ended inside a frame", Cause::IO);
+    left -= n;
+  }
   return true;
 }
 

@@ -47,8 +47,14 @@ class PageRelay {
   //     once it has every page (network_ended() tells the owner).
   enum class OnEnd { Close, Hold };
 
-  // Takes the kTLS socket (blocking); creates the socketpair. Throws Error.
-  explicit PageRelay(UniqueFd tls_socket, Mode mode = Mode::Splice, OnEnd on_end = OnEnd::Close);
+  // What the network side carries: CRIU's stream as it is, or in the
+  // frames of zero_runs.hpp, which the relay writes out as that stream.
+  enum class Framing { None, ZeroRuns };
+
+  // Takes the network socket (kTLS, or any stream socket with ZeroRuns;
+  // made blocking); creates the socketpair. Throws Error.
+  explicit PageRelay(UniqueFd tls_socket, Mode mode = Mode::Splice, OnEnd on_end = OnEnd::Close,
+                     Framing framing = Framing::None);
   ~PageRelay();
   PageRelay(const PageRelay&) = delete;
   PageRelay& operator=(const PageRelay&) = delete;
@@ -62,6 +68,8 @@ class PageRelay {
   // What broke the relay before stop(), "" if nothing did.
   std::string error() const;
   uint64_t bytes_from_network() const { return bytes_in_.load(); }
+  // Of what went to CRIU, the bytes written as zeros for ZeroRuns frames.
+  uint64_t zero_bytes() const { return zero_bytes_.load(); }
   // The network side reached its end of stream (OnEnd::Hold keeps it from CRIU).
   bool network_ended() const { return network_ended_.load(); }
   // The mode in use (Copy after a fallback).
@@ -70,14 +78,22 @@ class PageRelay {
  private:
   void run();
   bool network_to_local(int pipe_r, int pipe_w, char* buf, size_t len);  // false: EOF
+  // Framing::ZeroRuns: one frame from the network to CRIU's end.
+  bool frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len);  // false: EOF
+  // Up to max bytes from the network to CRIU's end (splice, else copy);
+  // 0 at the end of the stream.
+  size_t move_to_local(int pipe_r, int pipe_w, char* buf, size_t max);
   void fail(const std::string& what);
 
   UniqueFd tls_, local_, peer_;
   std::atomic<Mode> mode_;
   OnEnd on_end_;
+  Framing framing_;
+  bool spliced_ = false;  // a splice from the network worked: no fallback after
   std::atomic<bool> stopping_{false};
   std::atomic<bool> network_ended_{false};
   std::atomic<uint64_t> bytes_in_{0};
+  std::atomic<uint64_t> zero_bytes_{0};
   mutable std::mutex mutex_;  // error_, and tls_ being closed by the thread
   std::string error_;
   std::thread thread_;

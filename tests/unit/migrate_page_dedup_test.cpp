@@ -14,11 +14,13 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <optional>
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/page_ledger.hpp"
+#include "migrate/page_relay.hpp"
 #include "migrate/task_memory.hpp"
 
 namespace crx::migrate {
@@ -35,6 +37,7 @@ using crx::migrate::PageDedupRelay;
 using crx::migrate::PageDedupStats;
 using crx::migrate::PageHeaderLayout;
 using crx::migrate::PageLedger;
+using crx::migrate::PageRelay;
 using crx::migrate::TaskMemory;
 
 constexpr uint32_t kOpen2 = 4, kParentQuery = 5, kAddF = 6, kClose = 0x1023, kForceClose = 0x1024;
@@ -165,6 +168,8 @@ struct Round {
   PageDedupStats stats;
   bool closed = false;
   std::vector<std::string> answers_to_criu;  // in order
+  std::string decoder_error;                  // zero_runs: the PageRelay's
+  uint64_t zero_bytes_decoded = 0;
 };
 
 struct CriuWrites {
@@ -216,16 +221,26 @@ struct FakeTaskMemory : TaskMemory {
   }
 };
 
+// zero_runs: the channel in frames (zero_runs.hpp), decoded by the
+// destination's PageRelay in front of the page server, as crx receive does.
 Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
                 int server_fails_after = -1, int32_t status_at_close = 0,
-                bool criu_has_parent = true, TaskMemory* memory = nullptr) {
+                bool criu_has_parent = true, TaskMemory* memory = nullptr,
+                bool zero_runs = false) {
   int net[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
   FakePageServer server{w.layout, has_parent, server_fails_after, status_at_close};
-  server.start(UniqueFd(net[1]));
+  std::optional<PageRelay> decoder;
+  if (zero_runs) {
+    decoder.emplace(UniqueFd(net[1]), PageRelay::Mode::Splice, PageRelay::OnEnd::Close,
+                    PageRelay::Framing::ZeroRuns);
+    server.start(decoder->take_peer_end());
+  } else {
+    server.start(UniqueFd(net[1]));
+  }
   Round r;
   {
-    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent, memory);
+    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent, memory, zero_runs);
     // CRIU: writes its stream, reading each answer where it waits for one.
     std::thread criu([&, fd = relay.criu_end()] {
       size_t off = 0;
@@ -252,6 +267,11 @@ Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
     }
   }
   server.join();
+  if (decoder) {
+    decoder->stop();
+    r.decoder_error = decoder->error();
+    r.zero_bytes_decoded = decoder->zero_bytes();
+  }
   r.at_destination = server.records;
   r.closed = server.closed;
   return r;
@@ -525,6 +545,42 @@ TEST_P(PageDedupTest, ADestinationThatGoesAwayFailsTheRound) {
       },
       crx::Error);
   EXPECT_EQ(ledger.known_pages(), 0u);
+}
+
+// Frames (zero_runs.hpp): the page server gets exactly what CRIU sent,
+// pages of zeros among them, while the wire carries those as a count.
+TEST_P(PageDedupTest, ZeroPagesCrossAsTheirCountAndArriveAsCriuSentThem) {
+  const std::string zero = page('\0');
+  const std::string data = page('a') + zero + zero + page('b') + zero;
+  PageLedger plain_ledger;
+  auto plain = run_round(plain_ledger, criu().open2(kTask).add(kPresent, 0, data).close(), false);
+  auto framed = run_round(ledger, criu().open2(kTask).add(kPresent, 0, data).close(), false, -1, 0,
+                          true, nullptr, true);
+  EXPECT_EQ(framed.decoder_error, "");
+  EXPECT_TRUE(framed.closed);
+  EXPECT_EQ(framed.at_destination, plain.at_destination);
+  EXPECT_EQ(framed.at_destination, std::vector<Record>{present(0, data)});
+  EXPECT_EQ(framed.stats.zero_pages, 3u);
+  EXPECT_EQ(framed.zero_bytes_decoded, 3 * kPage);
+  EXPECT_EQ(plain.stats.zero_pages, 0u);
+  // Two pages of data and a few frame headers instead of five pages.
+  EXPECT_LT(framed.stats.bytes_out, plain.stats.bytes_out - 2 * kPage);
+  EXPECT_EQ(framed.answers_to_criu, plain.answers_to_criu);
+}
+
+// The ledger knows a zero page like any other: unchanged in the next round
+// it goes "in parent", and it travels framed in a changed run too.
+TEST_P(PageDedupTest, FramedRoundsStillLeaveOutWhatTheDestinationHolds) {
+  const std::string zero = page('\0');
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, zero + page('a') + zero).close(), false,
+            -1, 0, true, nullptr, true);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, zero + zero + zero + zero).close(),
+                     true, -1, 0, true, nullptr, true);
+  EXPECT_EQ(r.decoder_error, "");
+  EXPECT_EQ(r.at_destination,
+            (std::vector<Record>{in_parent(0, 1), present(1, zero), in_parent(2, 1), present(3, zero)}));
+  EXPECT_EQ(r.stats.zero_pages, 2u);
+  EXPECT_EQ(r.stats.pages_unchanged, 2u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothHeaderLayouts, PageDedupTest,

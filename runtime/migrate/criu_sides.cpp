@@ -55,9 +55,13 @@ UniqueFd open_dir(const std::string& path) {
 // says why): the pages make one pass through crx on this side.
 class CriuPageSink : public PageSink {
  public:
-  CriuPageSink(const std::string& dir, UniqueFd channel) : dir_(dir) {
-    if (is_kernel_tls_socket(channel.get())) {
-      relay_ = std::make_unique<PageRelay>(std::move(channel));
+  // zero_runs: the channel comes in frames, which only the relay decodes
+  // (zero_runs.hpp); then it runs on a clear-text channel too.
+  CriuPageSink(const std::string& dir, UniqueFd channel, bool zero_runs) : dir_(dir) {
+    if (zero_runs || is_kernel_tls_socket(channel.get())) {
+      relay_ = std::make_unique<PageRelay>(
+          std::move(channel), PageRelay::Mode::Splice, PageRelay::OnEnd::Close,
+          zero_runs ? PageRelay::Framing::ZeroRuns : PageRelay::Framing::None);
       channel = relay_->take_peer_end();
     }
     std::string fd = std::to_string(channel.get());
@@ -294,7 +298,7 @@ void CriuSource::run_dump(
     int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) throw_errno("duplicating the page channel");
     dedup.emplace(ledger_, UniqueFd(copy), page_layout_, !parent.empty(),
-                  memory ? &*memory : nullptr);
+                  memory ? &*memory : nullptr, zero_runs_);
     page_fd = dedup->criu_end();
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
@@ -439,8 +443,8 @@ Acceptance CriuDestination::accept(const Manifest& m) {
 }
 
 std::unique_ptr<PageSink> CriuDestination::start_page_server(const std::string& round_dir,
-                                                             UniqueFd channel) {
-  return std::make_unique<CriuPageSink>(round_dir, std::move(channel));
+                                                             UniqueFd channel, bool zero_runs) {
+  return std::make_unique<CriuPageSink>(round_dir, std::move(channel), zero_runs);
 }
 
 std::unique_ptr<LazyPages> CriuDestination::start_lazy_pages(const std::string& round_dir,

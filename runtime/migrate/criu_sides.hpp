@@ -43,6 +43,12 @@ class CriuSource : public SourceSide {
   // Every page CRIU dumps goes on, even one the destination holds already
   // unchanged (--no-page-dedup: for comparisons).
   void disable_page_dedup() { page_dedup_ = false; }
+  // The page filter writes the frames (zero_runs.hpp); without it, CRIU
+  // writes the channel itself and nothing is framed.
+  bool zero_runs(bool destination_decodes) override {
+    zero_runs_ = destination_decodes && page_dedup_;
+    return zero_runs_;
+  }
   RoundStats last_round() const override { return last_round_; }
 
  private:
@@ -84,6 +90,7 @@ class CriuSource : public SourceSide {
   // What the destination's page images hold (page_dedup.hpp), kept across
   // this migration's rounds.
   bool page_dedup_ = true;
+  bool zero_runs_ = false;
   PageHeaderLayout page_layout_ = PageHeaderLayout::Criu3;
   PageLedger ledger_;
   RoundStats last_round_;
@@ -93,8 +100,8 @@ class CriuDestination : public DestinationSide {
  public:
   explicit CriuDestination(container::GlobalOptions g);
   Acceptance accept(const Manifest& m) override;
-  std::unique_ptr<PageSink> start_page_server(const std::string& round_dir,
-                                              UniqueFd channel) override;
+  std::unique_ptr<PageSink> start_page_server(const std::string& round_dir, UniqueFd channel,
+                                              bool zero_runs) override;
   // `criu lazy-pages` on the final round's images (lazy_pages.hpp).
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                               const std::string& work_dir,

@@ -103,6 +103,7 @@ std::string to_json(const Acceptance& a) {
   if (a.lazy) j["lazy"] = true;
   if (a.prepare_seconds > 0) j["prepare_seconds"] = a.prepare_seconds;
   if (a.final_round_ahead) j["final_round_ahead"] = true;
+  if (a.zero_runs) j["zero_runs"] = true;
   return j.dump();
 }
 
@@ -115,12 +116,14 @@ Acceptance parse_acceptance(const std::string& text) {
   if (!(a.prepare_seconds >= 0))
     throw Error("malformed accept frame: \"prepare_seconds\" is negative", Cause::Invalid);
   a.final_round_ahead = opt<bool>(j, w, "final_round_ahead", false);
+  a.zero_runs = opt<bool>(j, w, "zero_runs", false);
   return a;
 }
 
 std::string to_json(const RoundStart& r) {
   json j{{"round", r.round}, {"final", r.final}, {"parent", r.parent}};
   if (r.ahead) j["ahead"] = true;
+  if (r.zero_runs) j["zero_runs"] = true;
   return j.dump();
 }
 
@@ -130,6 +133,7 @@ RoundStart parse_round_start(const std::string& text) {
   RoundStart r{req<int>(j, w, "round"), req<bool>(j, w, "final"), req<std::string>(j, w, "parent")};
   if (r.round < 1 || r.round > 1000) throw Error("malformed round-start frame: round out of range");
   r.ahead = opt<bool>(j, w, "ahead", false);
+  r.zero_runs = opt<bool>(j, w, "zero_runs", false);
   if (r.ahead && !r.final)
     throw Error("malformed round-start frame: only the final round opens ahead", Cause::Invalid);
   return r;

@@ -76,6 +76,9 @@ struct Acceptance {
   // by a Frozen frame once the source is frozen (sender.cpp). An older
   // receiver never says this: the sender then freezes first, as before.
   bool final_round_ahead = false;
+  // The receiver decodes a page channel in frames (zero_runs.hpp). An
+  // older receiver never says this: the sender's channel stays unframed.
+  bool zero_runs = false;
 };
 
 struct RoundStart {
@@ -85,6 +88,8 @@ struct RoundStart {
   // The final round, opened before the freeze: a Frozen frame follows
   // before its images (Acceptance::final_round_ahead).
   bool ahead = false;
+  // This round's page channel comes in frames (Acceptance::zero_runs).
+  bool zero_runs = false;
 };
 
 struct RoundDone {

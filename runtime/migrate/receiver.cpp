@@ -62,6 +62,7 @@ class Receiver {
       if (manifest_.lazy && !accept_.lazy)
         throw Error("this destination cannot restore post-copy (--lazy)", Cause::Unsupported);
       accept_.final_round_ahead = true;  // a Frozen frame tells when the window opens
+      accept_.zero_runs = true;          // page channels may come in frames (zero_runs.hpp)
       make_session_dir();
       // Before the Accept: the sender freezes right after it when it runs
       // no pre-copy round. A bundle still to come is prepared once here.
@@ -233,7 +234,7 @@ class Receiver {
       lazy_channel_ = accept_page_channel();
       return;
     }
-    page_sink_ = dest_.start_page_server(rdir, accept_page_channel());
+    page_sink_ = dest_.start_page_server(rdir, accept_page_channel(), r.zero_runs);
     watch_page_sink();
   }
 

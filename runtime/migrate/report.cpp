@@ -206,6 +206,8 @@ std::string MigrationReport::to_text() const {
     out += buf + round_rates_text(r);
     if (r.unchanged_pages > 0)
       out += "; " + human_bytes(r.unchanged_pages * 4096) + " unchanged, not sent again";
+    if (r.zero_pages > 0)
+      out += "; " + human_bytes(r.zero_pages * 4096) + " of zero pages sent as their count";
     if (r.parent_pages_checked > 0)
       out += "; " + human_bytes(r.parent_pages_checked * 4096) + " CRIU took from the parent checked, " +
              human_bytes(r.parent_pages_changed * 4096) + " of it changed and sent";
@@ -300,6 +302,7 @@ std::string MigrationReport::to_json() const {
                          {"image_bytes", r.image_bytes},
                          {"seconds", r.seconds}};
     if (r.unchanged_pages > 0) jr["unchanged_page_bytes"] = r.unchanged_pages * 4096;
+    if (r.zero_pages > 0) jr["zero_page_bytes"] = r.zero_pages * 4096;
     if (r.parent_pages_checked > 0) {
       jr["parent_checked_bytes"] = r.parent_pages_checked * 4096;
       jr["parent_changed_bytes"] = r.parent_pages_changed * 4096;

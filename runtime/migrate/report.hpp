@@ -41,6 +41,8 @@ struct RoundReport {
   // Pages CRIU dumped that the destination held unchanged, so not sent
   // (page_dedup.hpp); bytes = pages * 4096.
   uint64_t unchanged_pages = 0;
+  // Pages of zeros sent as their count (zero_runs.hpp).
+  uint64_t zero_pages = 0;
   // Final dump with ParentPages::Check (sides.hpp): pages CRIU took from
   // the parent that crx read and compared, and of them, the changed ones
   // it sent (the NIC's writes CRIU cannot see).

@@ -133,6 +133,9 @@ class Sender {
     Acceptance a = parse_acceptance(conn_->expect(FrameType::Accept).payload);
     rep_.prepare_seconds = a.prepare_seconds;
     final_round_ahead_ = a.final_round_ahead;
+    // Frames only where the receiver decodes them and this side has a page
+    // filter to write them (zero_runs.hpp).
+    zero_runs_ = src_.zero_runs(a.zero_runs);
     // Negotiated: a receiver that does not say "lazy" (an older crx ignores
     // the manifest's field) would wait for the memory in the final round.
     if (o_.manifest.lazy && !a.lazy)
@@ -273,6 +276,7 @@ class Sender {
     auto t0 = Clock::now();
     RoundStart start{round_, final, round_ > 1 ? "../" + std::to_string(round_ - 1) : ""};
     start.ahead = final && final_round_ahead_;
+    start.zero_runs = zero_runs_ && !(final && o_.manifest.lazy);  // lazy: CRIU's own channel
     conn_->send(FrameType::RoundStart, to_json(start));
     conn_->expect(FrameType::PageServerReady);
 
@@ -319,6 +323,7 @@ class Sender {
     if (!lazy) {
       RoundStats stats = src_.last_round();
       r.unchanged_pages = stats.dedup.pages_unchanged;
+      r.zero_pages = stats.dedup.zero_pages;
       r.parent_pages_checked = stats.dedup.parent_pages_checked;
       r.parent_pages_changed = stats.dedup.parent_pages_changed;
       r.netns_moved_empty = stats.netns_moved_empty;
@@ -384,6 +389,7 @@ class Sender {
   std::optional<FrameConn> conn_;
   int round_ = 0;
   bool final_round_ahead_ = false;  // the receiver takes Frozen (Acceptance)
+  bool zero_runs_ = false;          // page channels in frames (Acceptance, the source's filter)
   bool needs_resume_ = false;
   bool committing_ = false;
   bool lazy_phase_ = false;  // resumed on the destination, pages in flight

@@ -93,6 +93,11 @@ class SourceSide {
   // Pure, as every call here: a wrapper side that forgot to forward it
   // would turn post-copy into a failure after the freeze.
   virtual std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) = 0;
+  // Once, before the first round: whether the page channels of pre_dump
+  // and dump will carry zero pages as their count (zero_runs.hpp), given
+  // whether the destination decodes that. Only a side with a page filter
+  // can; pure, so that a wrapper forwards it.
+  virtual bool zero_runs(bool destination_decodes) = 0;
   // The last pre_dump's or dump's account, for the report. Pure as well:
   // a wrapper that forgot it would report every round as unfiltered.
   virtual RoundStats last_round() const = 0;
@@ -137,8 +142,9 @@ class DestinationSide {
   virtual std::unique_ptr<PreparedRestore> prepare_restore(const Manifest& m, const Acceptance& a,
                                                            const std::string& session_dir,
                                                            const std::string& work_dir) = 0;
+  // zero_runs: the channel comes in frames (RoundStart::zero_runs).
   virtual std::unique_ptr<PageSink> start_page_server(const std::string& round_dir,
-                                                      UniqueFd channel) = 0;
+                                                      UniqueFd channel, bool zero_runs) = 0;
   // Restores from images_dir with what prepare_restore() made. `hold` is
   // called once the restored tasks are ready to resume; if it throws, the
   // restore is undone and restore() rethrows. Returns the restored init's

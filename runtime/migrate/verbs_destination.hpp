@@ -21,9 +21,9 @@ class VerbsDestination : public DestinationSide {
   VerbsDestination(DestinationSide& inner, rdma::RdmaHost& host, rdma::StoppedQps& qps)
       : inner_(inner), host_(host), qps_(qps) {}
   Acceptance accept(const Manifest& m) override;
-  std::unique_ptr<PageSink> start_page_server(const std::string& round_dir,
-                                              UniqueFd channel) override {
-    return inner_.start_page_server(round_dir, std::move(channel));
+  std::unique_ptr<PageSink> start_page_server(const std::string& round_dir, UniqueFd channel,
+                                              bool zero_runs) override {
+    return inner_.start_page_server(round_dir, std::move(channel), zero_runs);
   }
   // Post-copy is refused for verbs containers (receiver.cpp) before this;
   // forwarded for every other container that comes through here.

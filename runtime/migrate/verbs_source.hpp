@@ -46,6 +46,7 @@ class VerbsSource : public SourceSide {
   std::unique_ptr<LazyDump> lazy_dump(const std::string& images_dir, UniqueFd page_fd) override {
     return inner_.lazy_dump(images_dir, std::move(page_fd));
   }
+  bool zero_runs(bool destination_decodes) override { return inner_.zero_runs(destination_decodes); }
   RoundStats last_round() const override { return inner_.last_round(); }
 
  private:

@@ -20,6 +20,7 @@ struct MarkingSource : SourceSide {
     throw crx::Error("no post-copy here");
   }
   crx::migrate::RoundStats last_round() const override { return {}; }
+  bool zero_runs(bool decodes) override { return decodes; }
   std::string marker;
   int freezes = 0, dumps = 0, resumes = 0;
   void pre_dump(const std::string&, const std::string&, int) override {}

@@ -174,12 +174,21 @@ struct FakeSource : SourceSide {
     crx::write_file(dir + "/inventory.img", "");
     return std::make_unique<FakeLazyDump>(std::move(fd), lazy_bytes, *events);
   }
+  // What the receiver's Acceptance said of frames; whether this side writes
+  // them (a page filter: CriuSource's answer).
+  std::optional<bool> destination_decodes;
+  bool has_page_filter = true;
+  bool zero_runs(bool decodes) override {
+    destination_decodes = decodes;
+    return decodes && has_page_filter;
+  }
   // As CriuSource would say: from the second round on, 512 pages were at
   // the destination already (the page filter); CRIU kept the container
   // frozen 0.25 s per round (its stats-dump).
   RoundStats last_round() const override {
     RoundStats s;
     s.dedup.pages_unchanged = rounds > 1 ? 512 : 0;
+    s.dedup.zero_pages = 3;  // sent as their count (zero_runs.hpp)
     // A final dump that checked CRIU's parent pages (ParentPages::Check).
     if (dumps > 0) {
       s.dedup.parent_pages_checked = 1024;
@@ -272,6 +281,7 @@ struct FakeDestination : DestinationSide {
   bool fail_restore = false;
   bool fail_prepare = false;
   int prepares = 0, released = 0;
+  std::vector<bool> framed_rounds;  // start_page_server's zero_runs, round by round
   std::string session_dir, work_dir;  // what prepare_restore was given
   int restores = 0, discards = 0, resumed = 0;
   std::string restored_core, parent_link;
@@ -305,8 +315,10 @@ struct FakeDestination : DestinationSide {
     if (events) events->add("restore prepared");
     return std::make_unique<FakePreparedRestore>(*this);
   }
-  std::unique_ptr<PageSink> start_page_server(const std::string& dir, crx::UniqueFd ch) override {
+  std::unique_ptr<PageSink> start_page_server(const std::string& dir, crx::UniqueFd ch,
+                                              bool zero_runs) override {
     if (events) events->add("page server for round " + dir.substr(dir.rfind('/') + 1));
+    framed_rounds.push_back(zero_runs);
     return std::make_unique<FakePageSink>(dir, std::move(ch));
   }
   int restore(PreparedRestore& prepared, const std::string& dir, const Manifest&,
@@ -823,6 +835,8 @@ TEST(MigrateProtocol, AnOlderReceiverGetsTheFinalRoundAfterTheFreeze) {
   auto [start, frozen_first] = receiver.get();
   EXPECT_TRUE(start.final);
   EXPECT_FALSE(start.ahead);
+  EXPECT_FALSE(start.zero_runs);  // it never said it decodes frames
+  EXPECT_EQ(src.destination_decodes, false);
   EXPECT_TRUE(frozen_first);
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_EQ(src.resumes, 1);
@@ -867,6 +881,42 @@ TEST(MigrateProtocol, RoundStartAheadIsForTheFinalRoundOnly) {
   a.final_round_ahead = true;
   EXPECT_TRUE(parse_acceptance(to_json(a)).final_round_ahead);
   EXPECT_EQ(frame_type_name(FrameType::Frozen), "frozen");
+}
+
+// Page channels in frames (zero_runs.hpp): every round of a migration
+// whose receiver decodes them and whose source writes them.
+TEST(MigrateProtocol, EveryRoundsPageChannelIsFramedWhereBothEndsCan) {
+  Harness h;
+  h.pre_copy = 2;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(h.src.destination_decodes, true);
+  EXPECT_EQ(h.dst.framed_rounds, (std::vector<bool>{true, true, true}));
+  const std::string json = r.sender.to_json();
+  EXPECT_NE(json.find("\"zero_page_bytes\":12288"), std::string::npos) << json;
+  EXPECT_NE(r.sender.to_text().find("12.0 KiB of zero pages sent as their count"), std::string::npos)
+      << r.sender.to_text();
+}
+
+TEST(MigrateProtocol, ASourceWithoutAPageFilterFramesNothing) {
+  Harness h;
+  h.pre_copy = 1;
+  h.src.has_page_filter = false;  // crx migrate --no-page-dedup
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(h.src.destination_decodes, true);
+  EXPECT_EQ(h.dst.framed_rounds, (std::vector<bool>{false, false}));
+}
+
+TEST(MigrateProtocol, ZeroRunsFieldsAreOptional) {
+  EXPECT_FALSE(parse_acceptance(R"({"bundle":"/b","need_rootfs":false})").zero_runs);
+  Acceptance a{"/b", false};
+  a.zero_runs = true;
+  EXPECT_TRUE(parse_acceptance(to_json(a)).zero_runs);
+  RoundStart start{2, false, "../1"};
+  EXPECT_EQ(to_json(start).find("zero_runs"), std::string::npos);  // as before
+  start.zero_runs = true;
+  EXPECT_TRUE(parse_round_start(to_json(start)).zero_runs);
 }
 
 TEST(MigrateProtocol, RefusedManifestIsReportedToTheSender) {

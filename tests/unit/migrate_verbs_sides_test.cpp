@@ -68,6 +68,7 @@ struct FakeSource : SourceSide {
     throw crx::Error("no post-copy here");
   }
   crx::migrate::RoundStats last_round() const override { return {}; }
+  bool zero_runs(bool decodes) override { return decodes; }
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
   std::vector<std::string> parents;  // given to each pre-dump and dump, in order
@@ -134,7 +135,7 @@ struct FakeDestination : DestinationSide {
     calls.add("accept");
     return Acceptance{m.bundle, false};
   }
-  std::unique_ptr<PageSink> start_page_server(const std::string&, UniqueFd ch) override {
+  std::unique_ptr<PageSink> start_page_server(const std::string&, UniqueFd ch, bool) override {
     return std::make_unique<FakePageSink>(std::move(ch));
   }
   int restore(crx::migrate::PreparedRestore&, const std::string& dir, const Manifest&,

@@ -44,47 +44,35 @@ std::optional<Ring> ring_of(const rxe_migr_queue& q, std::string* why) {
 
 enum class To { Window, Whole };
 
-// The live entries of a whole ring, in order from the consumer.
-std::vector<uint8_t> window_of(const Ring& ring, const uint8_t* whole) {
-  std::vector<uint8_t> live;
-  live.reserve(ring.live_bytes());
+// One record of the dump and, for a CQ, its checked ring.
+struct Step {
+  const rxe_migr_rec_hdr* rec;
+  std::optional<Ring> ring;
+};
+
+// Writes ring's live entries at dst, in order from the consumer.
+void put_window(const Ring& ring, const uint8_t* whole, uint8_t* dst) {
   for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
-    const uint8_t* e = whole + uint64_t{i} * ring.elem;
-    live.insert(live.end(), e, e + ring.elem);
+    std::memcpy(dst, whole + uint64_t{i} * ring.elem, ring.elem);
+    dst += ring.elem;
   }
-  return live;
 }
 
-// A whole ring with the window's entries in their slots, the rest zero.
-std::vector<uint8_t> whole_of(const Ring& ring, const uint8_t* window) {
-  std::vector<uint8_t> whole(ring.whole_bytes(), 0);
+// Writes the window's entries into their slots of the zeroed ring at dst.
+void put_whole(const Ring& ring, const uint8_t* window, uint8_t* dst) {
   for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
-    std::memcpy(whole.data() + uint64_t{i} * ring.elem, window, ring.elem);
+    std::memcpy(dst + uint64_t{i} * ring.elem, window, ring.elem);
     window += ring.elem;
   }
-  return whole;
-}
-
-// Appends a CQ record: r's header and body with the ring length set to
-// ring.size(), then the ring, padded to 8 bytes.
-void put_cq(const rxe_migr_rec_hdr* r, const std::vector<uint8_t>& ring,
-            std::vector<uint8_t>* out) {
-  rxe_migr_rec_hdr hdr;
-  rxe_migr_cq body;
-  std::memcpy(&hdr, r, sizeof(hdr));
-  std::memcpy(&body, r + 1, sizeof(body));
-  body.queue.data_len = static_cast<uint32_t>(ring.size());
-  hdr.len = static_cast<uint32_t>(pad8(kCqHead + ring.size()));
-  const size_t at = out->size();
-  out->resize(at + hdr.len, 0);
-  std::memcpy(out->data() + at, &hdr, sizeof(hdr));
-  std::memcpy(out->data() + at + sizeof(hdr), &body, sizeof(body));
-  if (!ring.empty()) std::memcpy(out->data() + at + kCqHead, ring.data(), ring.size());
 }
 
 // Copies dump record by record into a new dump, each CQ's ring turned
 // into its window or made whole again; nullopt and *why set if the dump
-// is malformed or a CQ's ring is not what the other form has.
+// is malformed or a CQ's ring is not what the other form has. The records
+// are checked and the new dump's size summed first, so that it is
+// allocated once and each byte written once: in a restored task under
+// TCG, growing it by doubling and building each whole ring apart cost as
+// much as the rest of the load.
 std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump, To to,
                                             std::string* why) {
   if (dump.size() < sizeof(rxe_migr_dump_hdr)) {
@@ -98,13 +86,14 @@ std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump, To
            std::to_string(h.total_len);
     return std::nullopt;
   }
-  std::vector<uint8_t> out(dump.begin(), dump.begin() + sizeof(h));
+  std::vector<Step> steps;
+  uint64_t size = sizeof(h);
   const rxe_migr_rec_hdr* r = nullptr;
   int err = 0;
   while ((r = ibv_migr_next_record(dump.data(), dump.size(), r, &err))) {
-    const auto* p = reinterpret_cast<const uint8_t*>(r);
     if (r->type != RXE_MIGR_OBJ_CQ) {
-      out.insert(out.end(), p, p + r->len);
+      steps.push_back({r, std::nullopt});
+      size += r->len;
       continue;
     }
     rxe_migr_cq body;
@@ -121,9 +110,9 @@ std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump, To
                                      " ring bytes, its indices say " + std::to_string(want));
       return std::nullopt;
     }
-    put_cq(r, to == To::Window ? window_of(*ring, p + kCqHead) : whole_of(*ring, p + kCqHead),
-           &out);
-    if (out.size() > kMaxDump) {
+    steps.push_back({r, ring});
+    size += pad8(kCqHead + (to == To::Window ? ring->live_bytes() : ring->whole_bytes()));
+    if (size > kMaxDump) {
       *why = "CQ rings of more than " + std::to_string(kMaxDump) + " bytes";
       return std::nullopt;
     }
@@ -132,12 +121,39 @@ std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump, To
     *why = "malformed dump";
     return std::nullopt;
   }
-  if (out.size() > UINT32_MAX) {
+  if (size > UINT32_MAX) {
     *why = "dump of more than 4 GiB";
     return std::nullopt;
   }
-  h.total_len = static_cast<uint32_t>(out.size());
-  std::memcpy(out.data(), &h, sizeof(h));
+  h.total_len = static_cast<uint32_t>(size);
+
+  std::vector<uint8_t> out(size, 0);
+  uint8_t* at = out.data();
+  std::memcpy(at, &h, sizeof(h));
+  at += sizeof(h);
+  for (const Step& s : steps) {
+    const auto* p = reinterpret_cast<const uint8_t*>(s.rec);
+    if (!s.ring) {
+      std::memcpy(at, p, s.rec->len);
+      at += s.rec->len;
+      continue;
+    }
+    const uint64_t ring_bytes =
+        to == To::Window ? s.ring->live_bytes() : s.ring->whole_bytes();
+    rxe_migr_rec_hdr hdr;
+    rxe_migr_cq body;
+    std::memcpy(&hdr, p, sizeof(hdr));
+    std::memcpy(&body, p + sizeof(hdr), sizeof(body));
+    body.queue.data_len = static_cast<uint32_t>(ring_bytes);
+    hdr.len = static_cast<uint32_t>(pad8(kCqHead + ring_bytes));
+    std::memcpy(at, &hdr, sizeof(hdr));
+    std::memcpy(at + sizeof(hdr), &body, sizeof(body));
+    if (to == To::Window)
+      put_window(*s.ring, p + kCqHead, at + kCqHead);
+    else
+      put_whole(*s.ring, p + kCqHead, at + kCqHead);
+    at += hdr.len;
+  }
   return out;
 }
 

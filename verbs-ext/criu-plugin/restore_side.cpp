@@ -65,25 +65,32 @@ void destroy_all(std::vector<Created>& made) {
 
 int TaskRestorer::restore_file(uint32_t id) {
   if (!image_file_exists(image_name(id))) return -ENOTSUP;
+  const double t0 = now_ms();
   Image img;
   int err = load_image(id, &img);
   if (err) return err;
-  uint32_t ctx_id = img.kind == ImageKind::Context ? id : img.ctx_id;
+  const ImageKind kind = img.kind;
+  const uint32_t evt_type = img.evt_type, evt_handle = img.evt_handle;
+  uint32_t ctx_id = kind == ImageKind::Context ? id : img.ctx_id;
   if (!contexts_.count(ctx_id)) {
-    err = restore_context(ctx_id);
+    // a context's image is loaded once: here, if its own file comes first
+    if (kind == ImageKind::Context)
+      err = restore_context(ctx_id, std::move(img), t0);
+    else
+      err = restore_context(ctx_id);
     if (err) return err;
   }
   Restored& r = contexts_.at(ctx_id);
   int* fd = nullptr;
-  if (img.kind == ImageKind::Context) {
+  if (kind == ImageKind::Context) {
     fd = &r.cmd_fd;
-  } else if (img.evt_type == RXE_MIGR_OBJ_ASYNC_EVENT) {
+  } else if (evt_type == RXE_MIGR_OBJ_ASYNC_EVENT) {
     fd = &r.async_fd;
   } else {
-    auto it = r.channel_fds.find(img.evt_handle);
+    auto it = r.channel_fds.find(evt_handle);
     if (it == r.channel_fds.end()) {
       log_error("file " + std::to_string(id) + ": no completion channel " +
-                std::to_string(img.evt_handle) + " in context " + std::to_string(ctx_id));
+                std::to_string(evt_handle) + " in context " + std::to_string(ctx_id));
       return -ENOENT;
     }
     fd = &it->second;
@@ -99,14 +106,21 @@ int TaskRestorer::restore_file(uint32_t id) {
 }
 
 int TaskRestorer::restore_context(uint32_t ctx_id) {
-  double t0 = now_ms();
-  Restored r;
-  int err = load_image(ctx_id, &r.img);
+  const double t0 = now_ms();
+  Image img;
+  int err = load_image(ctx_id, &img);
   if (err) {
     log_error("context " + std::to_string(ctx_id) + ": no image: " + strerror(-err));
     return err;
   }
-  if (r.img.kind != ImageKind::Context) return -EINVAL;
+  if (img.kind != ImageKind::Context) return -EINVAL;
+  return restore_context(ctx_id, std::move(img), t0);
+}
+
+int TaskRestorer::restore_context(uint32_t ctx_id, Image&& img, double t0) {
+  Restored r;
+  r.img = std::move(img);
+  int err = 0;
   double t_load = now_ms();
 
   struct ibv_device* dev = nullptr;

@@ -47,7 +47,11 @@ class TaskRestorer {
     std::map<uint64_t, uint64_t> offsets;  // mmap offset at dump -> now
     int task_fd = -1;        // the process's own fd of the file, once placed
   };
+  // Loads the context's image, then the overload below.
   int restore_context(uint32_t ctx_id);
+  // Recreates the context of img (its image, loaded since t0: the load is
+  // part of the recreation's time).
+  int restore_context(uint32_t ctx_id, Image&& img, double t0);
   int find_task_fd(Restored& r);
   void close_leftovers(Restored& r);
 

@@ -85,6 +85,13 @@ enum ibv_restore_cmd {
 						 * no ring contents (every
 						 * queue's data_len is 0),
 						 * not restorable */
+#define IBV_MIGR_DUMP_CQ_WINDOWS (1u << 2)	/* each CQ's ring as its
+						 * live entries, from the
+						 * consumer (data_len their
+						 * bytes); restorable once
+						 * they are put back in
+						 * their slots of a zeroed
+						 * ring */
 
 /* flags of struct ibv_restore_args */
 #define IBV_MIGR_RESTORE_NO_RESUME (1u << 0)	/* REFILL: stay stopped */

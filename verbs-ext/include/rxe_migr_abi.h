@@ -74,7 +74,8 @@ enum rxe_migr_methods {
 	 * length) of the dump (format above); out_len: __u32 total length
 	 * of the dump.  offset 0 takes a new snapshot of all objects of the
 	 * context (with RXE_MIGR_DUMP_STOP, every QP is put into Stopped
-	 * first; with RXE_MIGR_DUMP_NO_RINGS, without the rings' contents)
+	 * first; with RXE_MIGR_DUMP_NO_RINGS, without the rings' contents;
+	 * with RXE_MIGR_DUMP_CQ_WINDOWS, each CQ's ring as its live entries)
 	 * and keeps it in the context; later offsets read that
 	 * snapshot.  An ioctl attribute holds at most 64 KiB, hence the
 	 * chunks. */
@@ -181,6 +182,12 @@ struct rxe_migr_set_next {
  * data_len is 0): enough to find QPs, MRs and migration states, much
  * smaller for deep queues; a restore refuses such a record */
 #define RXE_MIGR_DUMP_NO_RINGS	(1u << 1)
+/* each CQ's ring cut to its live entries, [consumer, producer) in order
+ * from the consumer (data_len = their bytes); the other rings whole.  A
+ * CQ's other slots hold completions already read or none yet.  A
+ * restore refuses such a CQ record as it is: put the entries back in
+ * their slots of a zeroed ring first */
+#define RXE_MIGR_DUMP_CQ_WINDOWS	(1u << 2)
 
 struct rxe_migr_dump_req {
 	__u32 version;

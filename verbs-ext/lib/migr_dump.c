@@ -22,12 +22,14 @@ static int dump_chunk(struct ibv_context *ctx, struct rxe_migr_dump_req *req,
 	return migr_call_run(ctx->cmd_fd, &c);
 }
 
-#define DUMP_FLAGS (IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS)
+#define DUMP_FLAGS (IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS | \
+		    IBV_MIGR_DUMP_CQ_WINDOWS)
 
 static uint32_t dump_req_flags(unsigned int flags)
 {
 	return (flags & IBV_MIGR_DUMP_NO_STOP ? 0 : RXE_MIGR_DUMP_STOP) |
-	       (flags & IBV_MIGR_DUMP_NO_RINGS ? RXE_MIGR_DUMP_NO_RINGS : 0);
+	       (flags & IBV_MIGR_DUMP_NO_RINGS ? RXE_MIGR_DUMP_NO_RINGS : 0) |
+	       (flags & IBV_MIGR_DUMP_CQ_WINDOWS ? RXE_MIGR_DUMP_CQ_WINDOWS : 0);
 }
 
 static size_t min_size(size_t a, size_t b)

@@ -1100,6 +1100,59 @@ static const struct rxe_migr_cq *ev_cq_rec(const void *dump, size_t len,
 	return NULL;
 }
 
+/* A dump with IBV_MIGR_DUMP_CQ_WINDOWS against the whole one taken just
+ * before (nothing ran between): the same records, every CQ's ring cut to
+ * the entries from its consumer to its producer, the other records byte
+ * for byte; CQ busy must hold at least one entry. */
+static void check_cq_windows(struct ibv_context *ctx, const char *whole, int wlen,
+			     int wcount, uint32_t busy)
+{
+	const struct rxe_migr_rec_hdr *w = NULL, *c = NULL;
+	size_t clen = 0;
+	void *cut = NULL;
+	int ccount = 0, err, cerr = 0, live_busy = -1;
+
+	err = ibv_dump_context_alloc(ctx, &ccount, &cut, &clen,
+				     IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_CQ_WINDOWS);
+	if (err || ccount != wcount || ibv_migr_check_dump(cut, clen))
+		die("a dump with CQ windows: %s, %d records (whole: %d)", strerror(-err),
+		    ccount, wcount);
+	while ((w = ibv_migr_next_record(whole, wlen, w, &err))) {
+		const struct rxe_migr_cq *wc = (const void *)(w + 1), *cc;
+		uint32_t n, i, k = 0;
+
+		c = ibv_migr_next_record(cut, clen, c, &cerr);
+		if (!c || c->type != w->type || c->handle != w->handle)
+			die("CQ windows: record %u of type %u has no twin", w->handle, w->type);
+		if (w->type != IBV_MIGR_OBJ_CQ) {
+			if (c->len != w->len || memcmp(c, w, w->len))
+				die("CQ windows: record %u of type %u differs", w->handle, w->type);
+			continue;
+		}
+		cc = (const void *)(c + 1);
+		n = (wc->queue.producer - wc->queue.consumer) & (wc->queue.num_elem - 1);
+		if (cc->queue.producer != wc->queue.producer ||
+		    cc->queue.consumer != wc->queue.consumer ||
+		    cc->queue.data_len != n * wc->queue.elem_size)
+			die("CQ %u: window of %u bytes for %u entries", w->handle,
+			    cc->queue.data_len, n);
+		for (i = wc->queue.consumer; k < n; i = (i + 1) & (wc->queue.num_elem - 1), k++)
+			if (memcmp((const char *)(cc + 1) + (size_t)k * wc->queue.elem_size,
+				   (const char *)(wc + 1) + (size_t)i * wc->queue.elem_size,
+				   wc->queue.elem_size))
+				die("CQ %u: entry %u of its window is not slot %u", w->handle, k, i);
+		if (w->handle == busy)
+			live_busy = (int)n;
+	}
+	if (err || cerr || ibv_migr_next_record(cut, clen, c, &cerr))
+		die("CQ windows: the dumps do not walk alike");
+	if (live_busy < 1)
+		die("CQ %u should hold a completion: %d", busy, live_busy);
+	free(cut);
+	printf("OK CQ windows: %zu bytes against %d whole, CQ %u carries %d entries\n",
+	       clen, wlen, busy, live_busy);
+}
+
 static int do_evfds(void)
 {
 	struct ep e = {0};
@@ -1178,6 +1231,7 @@ static int do_evfds(void)
 	len = ibv_dump_context(e.ctx, &count, dump, sizeof(dump));
 	if (len < 0 || len > (int)sizeof(dump) || ibv_migr_check_dump(dump, len))
 		die("ibv_dump_context: %d", len);
+	check_cq_windows(e.ctx, dump, len, count, q.cq2->handle);
 	/* the dumper's view: which record is which of our fds */
 	h1 = ev_identify(e.ctx, q.ch1->fd, IBV_MIGR_OBJ_COMP_CHANNEL);
 	h2 = ev_identify(e.ctx, q.ch2->fd, IBV_MIGR_OBJ_COMP_CHANNEL);

@@ -217,6 +217,7 @@ class RxeMigrTest(VmTestCase):
         rc, out, err = self.tb.run(0, self.t("evfds"), timeout=600)
         self.assertEqual(rc, 0, out + err)
         self.assertIn("OK event fds identified", out)
+        self.assertIn("OK CQ windows", out)
         print(out.strip(), flush=True)
         self.check_logs()
 

@@ -42,131 +42,109 @@ std::optional<Ring> ring_of(const rxe_migr_queue& q, std::string* why) {
   return Ring{q.num_elem - 1, q.elem_size, q.producer, q.consumer};
 }
 
-enum class To { Window, Whole };
-
 // One record of the dump and, for a CQ, its checked ring.
 struct Step {
   const rxe_migr_rec_hdr* rec;
   std::optional<Ring> ring;
 };
 
-// Writes ring's live entries at dst, in order from the consumer.
-void put_window(const Ring& ring, const uint8_t* whole, uint8_t* dst) {
-  for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
-    std::memcpy(dst, whole + uint64_t{i} * ring.elem, ring.elem);
-    dst += ring.elem;
-  }
-}
+// A dump with CQ windows, checked, and the size it has with whole rings.
+struct Plan {
+  rxe_migr_dump_hdr hdr;
+  std::vector<Step> steps;
+  uint64_t whole_size = 0;
+};
 
-// Writes the window's entries into their slots of the zeroed ring at dst.
-void put_whole(const Ring& ring, const uint8_t* window, uint8_t* dst) {
-  for (uint32_t i = ring.consumer; i != ring.producer; i = (i + 1) & ring.mask) {
-    std::memcpy(dst + uint64_t{i} * ring.elem, window, ring.elem);
-    window += ring.elem;
-  }
-}
-
-// Copies dump record by record into a new dump, each CQ's ring turned
-// into its window or made whole again; nullopt and *why set if the dump
-// is malformed or a CQ's ring is not what the other form has. The records
-// are checked and the new dump's size summed first, so that it is
-// allocated once and each byte written once: in a restored task under
-// TCG, growing it by doubling and building each whole ring apart cost as
-// much as the rest of the load.
-std::optional<std::vector<uint8_t>> rewrite(const std::vector<uint8_t>& dump, To to,
-                                            std::string* why) {
-  if (dump.size() < sizeof(rxe_migr_dump_hdr)) {
+// Walks dump record by record; nullopt and *why set if it is malformed or
+// a CQ's ring is not the window its indices describe.
+std::optional<Plan> plan_of(const std::vector<uint8_t>& dump, std::string* why) {
+  Plan plan;
+  if (dump.size() < sizeof(plan.hdr)) {
     *why = "dump shorter than its header";
     return std::nullopt;
   }
-  rxe_migr_dump_hdr h;
-  std::memcpy(&h, dump.data(), sizeof(h));
-  if (h.total_len != dump.size()) {
+  std::memcpy(&plan.hdr, dump.data(), sizeof(plan.hdr));
+  if (plan.hdr.total_len != dump.size()) {
     *why = "dump of " + std::to_string(dump.size()) + " bytes, its header says " +
-           std::to_string(h.total_len);
+           std::to_string(plan.hdr.total_len);
     return std::nullopt;
   }
-  std::vector<Step> steps;
-  uint64_t size = sizeof(h);
+  plan.whole_size = sizeof(plan.hdr);
   const rxe_migr_rec_hdr* r = nullptr;
   int err = 0;
   while ((r = ibv_migr_next_record(dump.data(), dump.size(), r, &err))) {
     if (r->type != RXE_MIGR_OBJ_CQ) {
-      steps.push_back({r, std::nullopt});
-      size += r->len;
+      plan.steps.push_back({r, std::nullopt});
+      plan.whole_size += r->len;
       continue;
     }
     rxe_migr_cq body;
     std::memcpy(&body, r + 1, sizeof(body));
     auto ring = ring_of(body.queue, why);
     if (!ring) return std::nullopt;
-    const uint32_t has = body.queue.data_len;
-    const uint64_t want = to == To::Window ? ring->whole_bytes() : ring->live_bytes();
-    if (has != want) {
-      *why = "CQ " + std::to_string(r->handle) +
-             (to == To::Window ? " dumped with " + std::to_string(has) + " of its " +
-                                     std::to_string(want) + " ring bytes"
-                               : " carries " + std::to_string(has) +
-                                     " ring bytes, its indices say " + std::to_string(want));
+    if (body.queue.data_len != ring->live_bytes()) {
+      *why = "CQ " + std::to_string(r->handle) + " carries " +
+             std::to_string(body.queue.data_len) + " ring bytes, its indices say " +
+             std::to_string(ring->live_bytes());
       return std::nullopt;
     }
-    steps.push_back({r, ring});
-    size += pad8(kCqHead + (to == To::Window ? ring->live_bytes() : ring->whole_bytes()));
-    if (size > kMaxDump) {
-      *why = "CQ rings of more than " + std::to_string(kMaxDump) + " bytes";
-      return std::nullopt;
-    }
+    plan.steps.push_back({r, ring});
+    plan.whole_size += pad8(kCqHead + ring->whole_bytes());
   }
   if (err) {
     *why = "malformed dump";
     return std::nullopt;
   }
-  if (size > UINT32_MAX) {
-    *why = "dump of more than 4 GiB";
+  return plan;
+}
+
+}  // namespace
+
+bool check_cq_windows(const std::vector<uint8_t>& dump, std::string* why) {
+  return plan_of(dump, why).has_value();
+}
+
+// The new dump is allocated once and each byte written once: in a
+// restored task under TCG, growing it by doubling and building each
+// whole ring apart cost as much as the rest of the load.
+std::optional<std::vector<uint8_t>> whole_cq_rings(const std::vector<uint8_t>& cut,
+                                                   std::string* why) {
+  auto plan = plan_of(cut, why);
+  if (!plan) return std::nullopt;
+  if (plan->whole_size > kMaxDump) {
+    *why = "CQ rings of more than " + std::to_string(kMaxDump) + " bytes";
     return std::nullopt;
   }
-  h.total_len = static_cast<uint32_t>(size);
-
-  std::vector<uint8_t> out(size, 0);
+  rxe_migr_dump_hdr h = plan->hdr;
+  h.total_len = static_cast<uint32_t>(plan->whole_size);
+  std::vector<uint8_t> out(plan->whole_size, 0);
   uint8_t* at = out.data();
   std::memcpy(at, &h, sizeof(h));
   at += sizeof(h);
-  for (const Step& s : steps) {
+  for (const Step& s : plan->steps) {
     const auto* p = reinterpret_cast<const uint8_t*>(s.rec);
     if (!s.ring) {
       std::memcpy(at, p, s.rec->len);
       at += s.rec->len;
       continue;
     }
-    const uint64_t ring_bytes =
-        to == To::Window ? s.ring->live_bytes() : s.ring->whole_bytes();
     rxe_migr_rec_hdr hdr;
     rxe_migr_cq body;
     std::memcpy(&hdr, p, sizeof(hdr));
     std::memcpy(&body, p + sizeof(hdr), sizeof(body));
-    body.queue.data_len = static_cast<uint32_t>(ring_bytes);
-    hdr.len = static_cast<uint32_t>(pad8(kCqHead + ring_bytes));
+    body.queue.data_len = static_cast<uint32_t>(s.ring->whole_bytes());
+    hdr.len = static_cast<uint32_t>(pad8(kCqHead + s.ring->whole_bytes()));
     std::memcpy(at, &hdr, sizeof(hdr));
     std::memcpy(at + sizeof(hdr), &body, sizeof(body));
-    if (to == To::Window)
-      put_window(*s.ring, p + kCqHead, at + kCqHead);
-    else
-      put_whole(*s.ring, p + kCqHead, at + kCqHead);
+    // the window's entries into their slots of the zeroed ring
+    const uint8_t* entry = p + kCqHead;
+    for (uint32_t i = s.ring->consumer; i != s.ring->producer; i = (i + 1) & s.ring->mask) {
+      std::memcpy(at + kCqHead + uint64_t{i} * s.ring->elem, entry, s.ring->elem);
+      entry += s.ring->elem;
+    }
     at += hdr.len;
   }
   return out;
-}
-
-}  // namespace
-
-std::optional<std::vector<uint8_t>> cut_cq_rings(const std::vector<uint8_t>& dump,
-                                                 std::string* why) {
-  return rewrite(dump, To::Window, why);
-}
-
-std::optional<std::vector<uint8_t>> whole_cq_rings(const std::vector<uint8_t>& cut,
-                                                   std::string* why) {
-  return rewrite(cut, To::Whole, why);
 }
 
 }  // namespace crx::verbs_plugin

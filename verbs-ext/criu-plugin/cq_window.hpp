@@ -1,14 +1,16 @@
 // A CQ's ring in the plugin's image: only its live window.
 //
-// The kernel's dump (rxe_migr_abi.h) carries every ring whole. For a CQ
-// only the entries in [consumer, producer) mean anything: the driver
-// writes at the producer index and the library reads at the consumer
-// index up to the producer (ibv_poll_cq and the ibv_start_poll family
-// alike), so the other slots are completions already read or slots not
-// yet written. UCX's four CQs are 2.7 MB of a rank's 4.5 MB dump and hold
-// 0-2 completions at a freeze; the image carries the window instead, and
-// the restore puts each entry back in its slot with the rest zero (a new
-// CQ's ring is zeroed anyway).
+// Of a CQ's ring only the entries in [consumer, producer) mean anything:
+// the driver writes at the producer index and the library reads at the
+// consumer index up to the producer (ibv_poll_cq and the ibv_start_poll
+// family alike), so the other slots are completions already read or
+// slots not yet written. UCX's four CQs are 2.7 MB of a rank's 4.5 MB
+// dump and hold 0-2 completions at a freeze. The plugin dumps with
+// IBV_MIGR_DUMP_CQ_WINDOWS (rxe-patches 0027), so the kernel copies only
+// the window, in order from the consumer; the image carries it as it is,
+// and the restore puts each entry back in its slot with the rest zero (a
+// new CQ's ring is zeroed anyway) before RESTORE_QUEUE, which takes whole
+// rings only.
 //
 // Send and receive rings (QP, SRQ) stay whole: librxe's ibv_wr_* API and
 // ibv_post_recv write a WQE before they publish the producer index, so a
@@ -21,17 +23,14 @@
 
 namespace crx::verbs_plugin {
 
-// The dump with each CQ record's ring cut to its window (queue.data_len
-// then = live entries x elem_size, entries in order from the consumer).
-// nullopt and *why set if dump is not a well-formed dump whose CQ rings
-// are whole with indices inside the ring.
-std::optional<std::vector<uint8_t>> cut_cq_rings(const std::vector<uint8_t>& dump,
-                                                 std::string* why);
+// Whether dump is a well-formed dump whose CQ records carry exactly the
+// windows their indices describe (queue.data_len = live entries x
+// elem_size) in rings rxe makes; *why says what is not.
+bool check_cq_windows(const std::vector<uint8_t>& dump, std::string* why);
 
-// The inverse: each CQ's ring whole again, its window in place and the
-// other slots zero. nullopt and *why set if a CQ record's ring is not
-// exactly the window its indices describe, or the rings would be larger
-// than rxe makes them.
+// Each CQ's ring whole again, its window in place and the other slots
+// zero. nullopt and *why set if check_cq_windows() refuses cut, or the
+// rings would be larger than rxe makes them.
 std::optional<std::vector<uint8_t>> whole_cq_rings(const std::vector<uint8_t>& cut,
                                                    std::string* why);
 

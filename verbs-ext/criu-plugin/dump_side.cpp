@@ -85,7 +85,8 @@ int Dumper::dump_context(int fd, uint32_t id) {
   double t0 = now_ms();
   std::vector<uint8_t> dump;
   int count = 0;
-  int err = dump_context_of(fd, 0, &dump, &count);
+  // the CQs' rings as their live entries: the kernel copies no more
+  int err = dump_context_of(fd, IBV_MIGR_DUMP_CQ_WINDOWS, &dump, &count);
   if (err) {
     log_error("ibv_dump_context of file " + std::to_string(id) + ": " + strerror(-err));
     return err;
@@ -128,7 +129,7 @@ int Dumper::dump_context(int fd, uint32_t id) {
       return err;
     }
   }
-  img.dump = dump;
+  img.dump = std::move(dump);
   std::string why;
   auto bytes = encode(img, &why);
   if (!bytes) {
@@ -143,7 +144,7 @@ int Dumper::dump_context(int fd, uint32_t id) {
   image_bytes_ += bytes->size();
   int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
   if (copy < 0) return -errno;
-  contexts_.push_back({id, copy, std::move(dump)});
+  contexts_.push_back({id, copy});
   log_info("context " + std::to_string(id) + " on " + img.device + ": " +
            std::to_string(count) + " objects, " + std::to_string(img.queues.size()) +
            " mapped queues, " + std::to_string(n) + " bytes dumped, " +

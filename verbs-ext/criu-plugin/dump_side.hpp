@@ -33,7 +33,6 @@ class Dumper {
   struct Context {
     uint32_t id;
     int fd;  // our copy, for IDENTIFY_FD and for resuming on failure
-    std::vector<uint8_t> dump;
   };
   struct PendingEvent {
     uint32_t id;

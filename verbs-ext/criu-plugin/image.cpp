@@ -43,12 +43,9 @@ std::string get_string(const char (&src)[64]) {
 }  // namespace
 
 std::optional<std::vector<uint8_t>> encode(const Image& img, std::string* why) {
-  std::vector<uint8_t> dump;
-  if (img.kind == ImageKind::Context) {
-    auto cut = cut_cq_rings(img.dump, why);
-    if (!cut) return std::nullopt;
-    dump = std::move(*cut);
-  }
+  static const std::vector<uint8_t> kNone;
+  const std::vector<uint8_t>& dump = img.kind == ImageKind::Context ? img.dump : kNone;
+  if (img.kind == ImageKind::Context && !check_cq_windows(dump, why)) return std::nullopt;
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.version = kImageVersion;

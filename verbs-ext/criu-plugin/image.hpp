@@ -6,8 +6,9 @@
 //   kind Context:
 //     QueueMap x nqueues    where each queue buffer was mapped at dump
 //     dump_len bytes        ibv_dump_context() output (rxe_migr_abi.h)
-//                           with each CQ's ring cut to its live window
-//                           (cq_window.hpp; version 1 had them whole)
+//                           with each CQ's ring as its live window
+//                           (IBV_MIGR_DUMP_CQ_WINDOWS, cq_window.hpp;
+//                           version 1 had them whole)
 //   kind Event:             nothing more: ctx_id names the context's
 //                           image, evt_type/evt_handle its dump record
 // A context image names the source device; the restore opens the device
@@ -41,10 +42,14 @@ struct Image {
   std::string device;       // Context: ibv device name, e.g. "rxe0"
   std::string cdev_path;    // Context: "/dev/infiniband/uverbs0" at dump
   std::vector<QueueMap> queues;
-  std::vector<uint8_t> dump;  // Context: as the kernel dumped it, rings whole
+  // Context: to encode(), as the kernel dumps it with
+  // IBV_MIGR_DUMP_CQ_WINDOWS; from decode(), every ring whole (what
+  // RESTORE_QUEUE takes)
+  std::vector<uint8_t> dump;
 };
 
-// nullopt and *why set if a Context's dump is not one cut_cq_rings() takes.
+// nullopt and *why set if a Context's dump is not one check_cq_windows()
+// takes.
 std::optional<std::vector<uint8_t>> encode(const Image& img, std::string* why);
 // nullopt and *why set if the bytes are no valid image of this version.
 // A Context's CQ rings come back whole, the slots outside their windows

@@ -118,25 +118,36 @@ TEST(PluginImage, RefusesADeviceNameWithoutItsNul) {
 // restore gets the window back in its slots.
 TEST(PluginImage, ContextCarriesItsCqWindowsOnly) {
   Image img = sample_context();
-  img.dump = test::DumpBuilder().pd(1).cq(2, 64, 128, 5, 3).dump();
+  img.dump = test::DumpBuilder().pd(1).cq_window(2, 64, 128, 5, 3).dump();
+  const std::vector<uint8_t> full = test::DumpBuilder().pd(1).cq(2, 64, 128, 5, 3).dump();
   std::vector<uint8_t> bytes = encoded(img);
-  // header, two queue maps, the dump less the 62 slots outside the window
-  EXPECT_EQ(bytes.size(), 160 + 2 * 24 + img.dump.size() - 62 * 128);
+  // header, two queue maps, the dump as it is: two entries of the ring
+  EXPECT_EQ(bytes.size(), 160 + 2 * 24 + img.dump.size());
+  EXPECT_EQ(full.size() - img.dump.size(), 62u * 128);
   std::string why;
   auto back = decode(bytes, &why);
   ASSERT_TRUE(back) << why;
-  ASSERT_EQ(back->dump.size(), img.dump.size());
-  const size_t ring = img.dump.size() - 64 * 128;
+  ASSERT_EQ(back->dump.size(), full.size());
+  const size_t ring = full.size() - 64 * 128;
   for (size_t slot : {3u, 4u})
-    EXPECT_TRUE(std::equal(img.dump.begin() + ring + slot * 128,
-                           img.dump.begin() + ring + (slot + 1) * 128,
+    EXPECT_TRUE(std::equal(full.begin() + ring + slot * 128,
+                           full.begin() + ring + (slot + 1) * 128,
                            back->dump.begin() + ring + slot * 128))
         << slot;
   EXPECT_TRUE(std::all_of(back->dump.begin() + ring + 5 * 128, back->dump.end(),
                           [](uint8_t b) { return b == 0; }));
 }
 
-TEST(PluginImage, RefusesAContextWhoseDumpItCannotCut) {
+TEST(PluginImage, RefusesAContextWithAWholeCqRing) {
+  // a kernel without rxe-patches 0027 would dump it so
+  Image img = sample_context();
+  img.dump = test::DumpBuilder().pd(1).cq(2, 64, 128, 5, 3).dump();
+  std::string why;
+  EXPECT_FALSE(encode(img, &why));
+  EXPECT_EQ(why, "CQ 2 carries 8192 ring bytes, its indices say 256");
+}
+
+TEST(PluginImage, RefusesAContextWhoseDumpItCannotCheck) {
   Image img = sample_context();
   img.dump = {1, 2, 3, 4, 5, 6, 7, 8};
   std::string why;

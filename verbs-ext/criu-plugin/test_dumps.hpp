@@ -37,6 +37,20 @@ class DumpBuilder {
     return record(RXE_MIGR_OBJ_CQ, handle, bytes_of(c), ring);
   }
 
+  // The same CQ as the kernel dumps it with IBV_MIGR_DUMP_CQ_WINDOWS: only
+  // the entries from consumer up to producer, in that order.
+  DumpBuilder& cq_window(uint32_t handle, uint32_t num_elem, uint32_t elem_size,
+                         uint32_t producer, uint32_t consumer) {
+    rxe_migr_cq c{};
+    c.cqe = num_elem - 1;
+    c.comp_channel = ~0u;
+    std::vector<uint8_t> live;
+    for (uint32_t i = consumer % num_elem; i != producer % num_elem; i = (i + 1) % num_elem)
+      for (uint32_t b = 0; b < elem_size; b++) live.push_back(uint8_t(b % 2 ? handle : i + 1));
+    c.queue = {num_elem, elem_size, producer, consumer, producer, uint32_t(live.size())};
+    return record(RXE_MIGR_OBJ_CQ, handle, bytes_of(c), live);
+  }
+
   // A QP whose send ring (8 x 64 bytes) is all 0x11 with indices that
   // would leave most of it out, were it cut like a CQ.
   DumpBuilder& qp(uint32_t handle) {

@@ -20,10 +20,11 @@
  *   recreates the object with its original uverbs handle, number (QPN,
  *   MR index, SRQ number) and keys; then for CQs, SRQs and QPs:
  *     ibv_restore_object(ctx, &obj, type, IBV_RESTORE_REFILL, &args, sizeof args)
- *   restores the ring contents and indices; for a QP it also moves the QP
- *   to RTS with the dumped attributes, restores the internal transport
- *   state and sends the resume message to the partner, which then carries
- *   on with the restored QP.  Finally
+ *   restores the ring contents and indices (into the rings CREATE made,
+ *   which the kernel zeroed: chunks of zeros are not sent); for a QP it
+ *   also moves the QP to RTS with the dumped attributes, restores the
+ *   internal transport state and sends the resume message to the
+ *   partner, which then carries on with the restored QP.  Finally
  *     ibv_restore_object(ctx, NULL, 0, IBV_RESTORE_FINISH, NULL, 0)
  *   releases the placeholder objects used to reproduce handle gaps.
  *   The memory of an MR must already be mapped at the dumped address (or

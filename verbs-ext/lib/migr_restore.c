@@ -331,6 +331,15 @@ static struct owner_state dumped_owner(const struct ibv_restore_args *a,
 	return o;
 }
 
+static int all_zero(const uint8_t *p, uint32_t n)
+{
+	return n == 0 || (p[0] == 0 && memcmp(p, p + 1, n - 1) == 0);
+}
+
+/* The ring in chunks, the last one with the indices.  REFILL follows the
+ * CREATE that made the queue, whose ring the kernel allocated zeroed: a
+ * chunk of zeros is not sent (a CQ's ring made whole from its window is
+ * nearly all zeros), the last one always is. */
 static int restore_queue(struct ibv_context *ctx, uint32_t which,
 			 uint16_t handle_attr, uint32_t handle,
 			 const struct rxe_migr_queue *q, const uint8_t *data,
@@ -351,6 +360,10 @@ static int restore_queue(struct ibv_context *ctx, uint32_t which,
 
 		if (n > QUEUE_CHUNK)
 			n = QUEUE_CHUNK;
+		if (off + n < q->data_len && all_zero(data + off, n)) {
+			off += n;
+			continue;
+		}
 		memset(req, 0, sizeof(*req));
 		req->version = RXE_MIGR_ABI_VERSION;
 		req->which = which;

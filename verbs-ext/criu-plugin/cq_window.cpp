@@ -57,7 +57,7 @@ struct Plan {
 
 // Walks dump record by record; nullopt and *why set if it is malformed or
 // a CQ's ring is not the window its indices describe.
-std::optional<Plan> plan_of(const std::vector<uint8_t>& dump, std::string* why) {
+std::optional<Plan> plan_of(std::span<const uint8_t> dump, std::string* why) {
   Plan plan;
   if (dump.size() < sizeof(plan.hdr)) {
     *why = "dump shorter than its header";
@@ -100,14 +100,14 @@ std::optional<Plan> plan_of(const std::vector<uint8_t>& dump, std::string* why) 
 
 }  // namespace
 
-bool check_cq_windows(const std::vector<uint8_t>& dump, std::string* why) {
+bool check_cq_windows(std::span<const uint8_t> dump, std::string* why) {
   return plan_of(dump, why).has_value();
 }
 
 // The new dump is allocated once and each byte written once: in a
 // restored task under TCG, growing it by doubling and building each
 // whole ring apart cost as much as the rest of the load.
-std::optional<std::vector<uint8_t>> whole_cq_rings(const std::vector<uint8_t>& cut,
+std::optional<std::vector<uint8_t>> whole_cq_rings(std::span<const uint8_t> cut,
                                                    std::string* why) {
   auto plan = plan_of(cut, why);
   if (!plan) return std::nullopt;

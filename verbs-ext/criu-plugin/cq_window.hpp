@@ -18,6 +18,7 @@
 #pragma once
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -26,12 +27,12 @@ namespace crx::verbs_plugin {
 // Whether dump is a well-formed dump whose CQ records carry exactly the
 // windows their indices describe (queue.data_len = live entries x
 // elem_size) in rings rxe makes; *why says what is not.
-bool check_cq_windows(const std::vector<uint8_t>& dump, std::string* why);
+bool check_cq_windows(std::span<const uint8_t> dump, std::string* why);
 
 // Each CQ's ring whole again, its window in place and the other slots
 // zero. nullopt and *why set if check_cq_windows() refuses cut, or the
 // rings would be larger than rxe makes them.
-std::optional<std::vector<uint8_t>> whole_cq_rings(const std::vector<uint8_t>& cut,
+std::optional<std::vector<uint8_t>> whole_cq_rings(std::span<const uint8_t> cut,
                                                    std::string* why);
 
 }  // namespace crx::verbs_plugin

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
@@ -80,10 +81,19 @@ int move_high(int fd) {
 int read_image_file(const std::string& name, std::vector<uint8_t>* out) {
   int fd = openat(criu_get_image_dir(), name.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -errno;
-  out->clear();
-  uint8_t buf[65536];
+  // read into place, sized once: the context's image is megabytes, read
+  // in the frozen window
+  struct stat st;
+  if (fstat(fd, &st) < 0) {
+    int err = errno;
+    close(fd);
+    return -err;
+  }
+  out->resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
   for (;;) {
-    ssize_t n = read(fd, buf, sizeof(buf));
+    if (got == out->size()) out->resize(got + 65536);  // grew since the fstat
+    ssize_t n = read(fd, out->data() + got, out->size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       int err = errno;
@@ -91,8 +101,9 @@ int read_image_file(const std::string& name, std::vector<uint8_t>* out) {
       return -err;
     }
     if (n == 0) break;
-    out->insert(out->end(), buf, buf + n);
+    got += static_cast<size_t>(n);
   }
+  out->resize(got);
   close(fd);
   return 0;
 }

@@ -127,7 +127,7 @@ std::optional<Image> decode(const std::vector<uint8_t>& bytes, std::string* why)
     }
     return img;
   }
-  auto whole = whole_cq_rings(std::vector<uint8_t>(p, p + h.dump_len), why);
+  auto whole = whole_cq_rings({p, h.dump_len}, why);
   if (!whole) return std::nullopt;
   img.dump = std::move(*whole);
   return img;

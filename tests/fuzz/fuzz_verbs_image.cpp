@@ -2,8 +2,10 @@
 // verbs-ext/criu-plugin/image.hpp) as the restore reads it: decode(), and
 // for a context image the dump inside it walked as restore_context() walks
 // it (ibv_migr_next_record, every record read whole). A decoded image must
-// encode and decode to the same thing (its CQ rings cut to their windows
-// and made whole again: cq_window.hpp).
+// encode and decode to the same thing: encode() takes a context's dump as
+// the kernel hands it (each CQ's ring as its window, which is what the
+// image carries), decode() gives it back with the rings whole
+// (cq_window.hpp).
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -22,7 +24,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (why.empty()) __builtin_trap();  // refused without saying why
     return 0;
   }
-  auto written = vp::encode(*img, &why);
+  vp::Image carried = *img;
+  if (img->kind == vp::ImageKind::Context) {
+    // the image's last bytes are its dump as carried (image.hpp: a
+    // 160-byte header, 24 bytes per queue map, then the dump)
+    const size_t at = 160 + img->queues.size() * 24;
+    carried.dump.assign(bytes.begin() + at, bytes.end());
+  }
+  auto written = vp::encode(carried, &why);
   if (!written) __builtin_trap();  // what decode() gave back must encode
   auto again = vp::decode(*written, &why);
   if (!again || again->kind != img->kind || again->ctx_id != img->ctx_id ||

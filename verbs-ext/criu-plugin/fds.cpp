@@ -92,8 +92,12 @@ int read_image_file(const std::string& name, std::vector<uint8_t>* out) {
   out->resize(static_cast<size_t>(st.st_size));
   size_t got = 0;
   for (;;) {
-    if (got == out->size()) out->resize(got + 65536);  // grew since the fstat
-    ssize_t n = read(fd, out->data() + got, out->size() - got);
+    // once full, the end of the file is found in a small buffer: growing
+    // the vector for it would copy the whole image
+    uint8_t more[4096];
+    const bool full = got == out->size();
+    ssize_t n = full ? read(fd, more, sizeof(more))
+                     : read(fd, out->data() + got, out->size() - got);
     if (n < 0) {
       if (errno == EINTR) continue;
       int err = errno;
@@ -101,6 +105,7 @@ int read_image_file(const std::string& name, std::vector<uint8_t>* out) {
       return -err;
     }
     if (n == 0) break;
+    if (full) out->insert(out->end(), more, more + n);  // grew since the fstat
     got += static_cast<size_t>(n);
   }
   out->resize(got);

@@ -299,6 +299,16 @@ class RdmaBedCase(VmTestCase):
                               "grep -E 'uverbs|infiniband' /proc/$p/maps")[1].strip()
 
     # -- shared by the fault cases (test_rdma_faults.py) ------------------------
+    def tc(self, k, rules):
+        """Replace eth0's root qdisc of guest k by a prio qdisc plus rules
+        (a qdisc on band 1:3 and a filter sending what it shapes there);
+        the default bands (everything else) stay unshaped."""
+        self.sh(self.tb, k, "modprobe -a sch_prio sch_tbf sch_netem cls_u32 act_gact && "
+                            "tc qdisc add dev eth0 root handle 1: prio && " + rules)
+
+    def untc(self, k):
+        self.sh(self.tb, k, "tc qdisc del dev eth0 root")
+
     def assert_source_carries_on(self, cid, rc, out, err, rlog):
         """After a failed migration: one copy, running on g0, counting on."""
         print(f"crx migrate ({rc}):\n{out}{err}\nreceiver:\n{rlog}", flush=True)

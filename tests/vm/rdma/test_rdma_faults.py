@@ -154,12 +154,10 @@ class RdmaFaultsTest(RdmaBedCase):
         # Only what goes to g2 is slowed (the partner's RDMA traffic to g1
         # is not): the final dump (~500 KB) takes ~40 s on the wire while
         # the container is frozen, time to cut g2's link right there.
-        self.sh(self.tb, 0, "modprobe -a sch_prio sch_tbf cls_u32 2>/dev/null; "
-                            "tc qdisc add dev eth0 root handle 1: prio && "
-                            "tc qdisc add dev eth0 parent 1:3 handle 30: "
-                            "tbf rate 96kbit burst 8kb latency 5s && "
-                            "tc filter add dev eth0 parent 1: protocol ip prio 1 "
-                            f"u32 match ip dst {g2}/32 flowid 1:3")
+        self.tc(0, "tc qdisc add dev eth0 parent 1:3 handle 30: "
+                   "tbf rate 96kbit burst 8kb latency 5s && "
+                   "tc filter add dev eth0 parent 1: protocol ip prio 1 "
+                   f"u32 match ip dst {g2}/32 flowid 1:3")
         log = f"/tmp/receive-{cid}-2.log"
         try:
             rh = self.listen(2, f"{CRX} receive --listen 0.0.0.0:{MPORT} --key /tmp/key --once "

@@ -133,13 +133,6 @@ class RdmaMigrateTest(RdmaBedCase):
     def test_3b_sixteen_qps_on_an_srq_migrate(self):
         self.migrate_once("seq3b", 18632, 16, "--srq")
 
-    def assert_source_carries_on(self, cid, rc, out, err, rlog):
-        """After a failed migration: one copy, running on g0, counting on."""
-        print(f"crx migrate ({rc}):\n{out}{err}\nreceiver:\n{rlog}", flush=True)
-        self.assertNotEqual(rc, 0, "the migration must fail")
-        self.assertEqual(self.state(0, cid), "running", "the source must run on")
-        self.assertIsNone(self.state(2, cid), "no copy on the destination")
-
     def test_4_destination_without_patched_module_is_refused(self):
         cid, count = "seq4", None
         # g2 gets Debian's stock rdma_rxe (kept beside the patched one by
@@ -303,15 +296,6 @@ class RdmaMigrateTest(RdmaBedCase):
                    lambda: f"the sender container to stop (it is {self.state(0, scid)})",
                    interval=1)
         self.sh(self.tb, 0, f"{CRX} delete {scid}")
-
-    def tc(self, k, rules):
-        """Replace eth0's root qdisc of guest k by a prio qdisc plus rules;
-        the default bands (everything else) stay unshaped."""
-        self.sh(self.tb, k, "modprobe -a sch_prio sch_tbf cls_u32 act_gact && "
-                            "tc qdisc add dev eth0 root handle 1: prio && " + rules)
-
-    def untc(self, k):
-        self.sh(self.tb, k, "tc qdisc del dev eth0 root")
 
     def test_9a_retry_budget_fails_on_a_silent_peer(self):
         """The control for test_9b: with BUDGET, a partner whose peer goes

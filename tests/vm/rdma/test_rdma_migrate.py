@@ -31,16 +31,19 @@ MIGRATIONS = int(os.environ.get("CRX_VM_RDMA_MIGRATIONS", "4"))
 # CRX_VM_RDMA_RXE_DEBUG=1: test_10 turns on rxe's debug messages on the
 # partner and the destination and prints them if it fails
 RXE_DEBUG = os.environ.get("CRX_VM_RDMA_RXE_DEBUG") == "1"
-# A small retry budget for test_9: local ack timeout 4.096 us * 2^15 =
-# 134 ms and three retries, so ~0.54 s without an ack exhausts it (test_9a
+# A small retry budget for test_9: local ack timeout 4.096 us * 2^16 =
+# 268 ms and three retries, so ~1.07 s without an ack exhausts it (test_9a
 # shows it does), against a migration of 10 s and more. Smaller does not
-# hold on the TCG bed: with --timeout 8 (one jiffy, 4 ms) the sender ran
-# out of retries while CRIU pre-dumped its live peer, and with
-# --timeout 14 --retry-cnt 1 (0.13 s) it did so once when the host's two
-# cores were loaded by a compile beside the three guests (2026-11-28:
-# acks late under the load, before the freeze, no pause involved).
-BUDGET = "--timeout 15 --retry-cnt 3"
-BUDGET_S = 4 * 4.096e-6 * 2 ** 15
+# hold on the TCG bed, whose guests answer late when the host's two cores
+# are busy: with --timeout 8 (one jiffy, 4 ms) the sender ran out of
+# retries while CRIU pre-dumped its live peer; with --timeout 14
+# --retry-cnt 1 (0.13 s) it did so once when a compile loaded the host
+# (2026-11-28, before the freeze, no pause involved); with --timeout 15
+# --retry-cnt 3 (0.54 s) once in CI (2026-12-03). Under two busy loops
+# on the host the partner's timeouts outnumber its RNR NAKs (32 to 17),
+# unloaded they are about one per RNR NAK.
+BUDGET = "--timeout 16 --retry-cnt 3"
+BUDGET_S = 4 * 4.096e-6 * 2 ** 16
 
 
 class RdmaMigrateTest(RdmaBedCase):
@@ -414,7 +417,8 @@ class RdmaMigrateTest(RdmaBedCase):
             print(f"g1 (sender) rxe counters after the move: {self.rxe_counters(1)}", flush=True)
         self.assertEqual(rep["verbs"]["objects"]["qp"], 1, rep)
         # the premise, not a speed goal: the stop outlasted the budget
-        self.assertGreater(rep["downtime_seconds"], 10 * BUDGET_S, rep)
+        # many times over (11-14 s here)
+        self.assertGreater(rep["downtime_seconds"], 5 * BUDGET_S, rep)
         self.wait_progress(cid, n + 100)
         self.finish(cid, sender, count, k=2)
 
@@ -430,8 +434,8 @@ class RdmaMigrateTest(RdmaBedCase):
     # waits after its release - the receiver's latency, not the move's.
     def test_9b_migration_longer_than_the_retry_budget(self):
         """No pre-copy: the whole dump crawls through the tbf while the
-        source is frozen, seconds, tens of transport retry budgets: the
-        partner must not spend its retries."""
+        source is frozen, seconds, about ten transport retry budgets: the
+        partner must not run out of its retries."""
         self.slow_migration_under_budget("seq9b", 18692, "", BUDGET)
 
     def test_11_receive_caught_mid_message(self):

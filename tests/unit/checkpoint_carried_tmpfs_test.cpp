@@ -111,8 +111,9 @@ TEST_F(CarriedTmpfs, TheTreeComesBackWithModesTimesLinksAndHoles) {
   std::string data = crx::read_file(dst + "/sparse");
   EXPECT_EQ(data[2 << 20], 'x');
   EXPECT_EQ(data.find_first_not_of('\0'), size_t{2 << 20});
-  if (stat_of(src + "/sparse").st_blocks * 512 < (1 << 20))  // the source has holes here
+  if (stat_of(src + "/sparse").st_blocks * 512 < (1 << 20)) {  // the source has holes here
     EXPECT_LT(sp.st_blocks * 512, 1 << 20) << "the holes stay holes";
+  }
 }
 
 TEST_F(CarriedTmpfs, WrittenZerosTravelAsHoles) {

@@ -298,7 +298,7 @@ class RdmaBedCase(VmTestCase):
         return self.tb.run(k, f"p=$({CRX} state {cid} | sed -n 's/.*\"pid\": *\\([0-9]*\\).*/\\1/p'); "
                               "grep -E 'uverbs|infiniband' /proc/$p/maps")[1].strip()
 
-    # -- shared by the fault cases (test_rdma_faults.py) ------------------------
+    # -- shared by the fault and shaped-link cases of both files ---------------
     def tc(self, k, rules):
         """Replace eth0's root qdisc of guest k by a prio qdisc plus rules
         (a qdisc on band 1:3 and a filter sending what it shapes there);

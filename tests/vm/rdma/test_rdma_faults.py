@@ -102,17 +102,10 @@ class RdmaFaultsTest(RdmaBedCase):
         self.addCleanup(self.clean_destination, 2, cid)
         self.addCleanup(lambda: sender.done.is_set() or self.tb.kill(sender))
         n = self.wait_progress(cid, 200)
-        # The killer sees the restore begin in criu's log, which it polls;
-        # the restore of this container takes ~0.4 s, and the commit came
-        # right after it, so on a loaded host the kill once landed after
-        # the commit (CI, 2026-12-03: the migration succeeded). What g0
-        # sends g2's receiver is held back 0.5 s (netem), so the commit
-        # arrives at least 0.5 s after the restore ended: time to kill.
-        self.tc(0, "tc qdisc add dev eth0 parent 1:3 handle 30: netem delay 500ms && "
-                   "tc filter add dev eth0 parent 1: protocol ip prio 1 u32 "
-                   f"match ip dst {self.tb.ip(2)}/32 match ip protocol 6 0xff "
-                   f"match ip dport {MPORT} 0xffff flowid 1:3")
-        self.addCleanup(self.tb.run, 0, "tc qdisc del dev eth0 root")
+        # The killer holds criu still while it reads criu's log, so it
+        # kills inside the restore however loaded the host is (a kill
+        # after the receiver's RestoreOk leaves the migration in doubt:
+        # CI, 2026-12-03, with a killer that only polled).
         log = f"/tmp/receive-{cid}-2.log"
         rh = self.start_receive(2, log)
         killer = self.tb.spawn(2, f"sh {KILL_MID_RESTORE}")
@@ -144,7 +137,6 @@ class RdmaFaultsTest(RdmaBedCase):
                 2, "find /run/crx-migrate -maxdepth 3; grep crx-migrate/ /proc/self/mountinfo")[1])
         finally:
             self.clean_destination(2, cid)
-            self.tb.run(0, "tc qdisc del dev eth0 root")
         rc, out, err = self.tb.run(0, f"{CRX} migrate {cid} --to {self.tb.ip(2)}:{MPORT} "
                                       f"--key /tmp/key --format json", timeout=900)
         rrc, rout, _ = self.tb.wait(rh, timeout=300)

@@ -113,6 +113,13 @@ enum ibv_restore_cmd {
 						 * read are the dumped ones
 						 * (its library compares
 						 * them at destroy) */
+#define IBV_MIGR_RESTORE_CQ_WINDOW (1u << 5)	/* REFILL of a CQ: its record
+						 * carries the ring as its
+						 * live entries (a dump with
+						 * IBV_MIGR_DUMP_CQ_WINDOWS);
+						 * each goes into its slot of
+						 * the ring CREATE made, the
+						 * others stay zero */
 
 struct ibv_restore_args {
 	const struct rxe_migr_rec_hdr *record;	/* from the dump */
@@ -178,6 +185,17 @@ ibv_migr_qp_resp_res(const struct rxe_migr_qp *q)
 	return (const struct rxe_migr_resp_res *)((const uint8_t *)(q + 1) +
 		q->sq.data_len + q->rq.data_len);
 }
+
+/* Bytes [offset, offset + length) of the whole ring that a CQ's queue
+ * from a dump with IBV_MIGR_DUMP_CQ_WINDOWS describes, into out: the
+ * window's entries (in order from the consumer index) in their slots,
+ * zeros elsewhere.  Returns 1 if an entry lies in those bytes, 0 if none
+ * does, -EINVAL if q is no window of a ring (slot count not a power of
+ * two, an index outside the ring, data_len not the entries between them)
+ * or the bytes are not inside the ring. */
+int ibv_migr_cq_window_bytes(const struct rxe_migr_queue *q,
+			     const void *window, uint32_t offset,
+			     uint32_t length, void *out);
 
 /* Validate a dump's header and every record's bounds: 0 or -EINVAL */
 int ibv_migr_check_dump(const void *dump, size_t length);

@@ -3,6 +3,7 @@
 #include "migr_ioctl.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -219,6 +220,53 @@ bad:
 	if (err)
 		*err = -EINVAL;
 	return NULL;
+}
+
+static int is_window(const struct rxe_migr_queue *q)
+{
+	uint64_t live;
+
+	if (q->num_elem < 2 || (q->num_elem & (q->num_elem - 1)) ||
+	    !q->elem_size || (uint64_t)q->num_elem * q->elem_size > UINT32_MAX ||
+	    q->producer >= q->num_elem || q->consumer >= q->num_elem)
+		return 0;
+	live = (q->producer - q->consumer) & (q->num_elem - 1);
+	return live * q->elem_size == q->data_len;
+}
+
+int ibv_migr_cq_window_bytes(const struct rxe_migr_queue *q,
+			     const void *window, uint32_t offset,
+			     uint32_t length, void *out)
+{
+	const uint8_t *win = window;
+	uint8_t *o = out;
+	uint64_t end = (uint64_t)offset + length;
+	uint32_t mask, live, s, last;
+	int any = 0;
+
+	if (!q || !is_window(q) || (q->data_len && !win) || (length && !o) ||
+	    end > (uint64_t)q->num_elem * q->elem_size)
+		return -EINVAL;
+	if (!length)
+		return 0;
+	memset(o, 0, length);
+	mask = q->num_elem - 1;
+	live = q->data_len / q->elem_size;
+	last = (uint32_t)((end - 1) / q->elem_size);
+	for (s = offset / q->elem_size; s <= last; s++) {
+		/* slot s holds entry k of the window, if k is one */
+		uint32_t k = (s - q->consumer) & mask;
+		uint64_t at = (uint64_t)s * q->elem_size;
+		uint64_t lo = at > offset ? at : offset;
+		uint64_t hi = at + q->elem_size < end ? at + q->elem_size : end;
+
+		if (k >= live)
+			continue;
+		memcpy(o + (lo - offset),
+		       win + (uint64_t)k * q->elem_size + (lo - at), hi - lo);
+		any = 1;
+	}
+	return any;
 }
 
 int ibv_migr_check_dump(const void *dump, size_t length)

@@ -338,29 +338,52 @@ static int all_zero(const uint8_t *p, uint32_t n)
 
 /* The ring in chunks, the last one with the indices.  REFILL follows the
  * CREATE that made the queue, whose ring the kernel allocated zeroed: a
- * chunk of zeros is not sent (a CQ's ring made whole from its window is
- * nearly all zeros), the last one always is. */
+ * chunk of zeros is not sent, the last one always is.  With window, data
+ * is a CQ's live entries (IBV_MIGR_RESTORE_CQ_WINDOW): each chunk is made
+ * from them, and only the chunks that hold one are sent (UCX's CQs of
+ * thousands of slots hold a few completions at a dump). */
 static int restore_queue(struct ibv_context *ctx, uint32_t which,
 			 uint16_t handle_attr, uint32_t handle,
 			 const struct rxe_migr_queue *q, const uint8_t *data,
-			 uint32_t last_flags, const struct owner_state *owner)
+			 int window, uint32_t last_flags,
+			 const struct owner_state *owner)
 {
+	struct rxe_migr_queue whole = *q;
 	struct rxe_migr_restore_queue *req;
 	uint32_t off = 0;
 	int err = 0;
 
-	if (!q->data_len)
+	if (window) {
+		/* ibv_migr_cq_window_bytes() checks the geometry */
+		if (ibv_migr_cq_window_bytes(q, data, 0, 0, NULL) < 0)
+			return -EINVAL;
+		whole.data_len = q->num_elem * q->elem_size;
+	}
+	if (!whole.data_len)
 		return 0;
 	req = malloc(sizeof(*req) + QUEUE_CHUNK);
 	if (!req)
 		return -ENOMEM;
 	do {
-		uint32_t n = q->data_len - off;
+		uint32_t n = whole.data_len - off;
+		int last, any;
 		struct migr_call c;
 
 		if (n > QUEUE_CHUNK)
 			n = QUEUE_CHUNK;
-		if (off + n < q->data_len && all_zero(data + off, n)) {
+		last = off + n == whole.data_len;
+		if (window) {
+			any = ibv_migr_cq_window_bytes(q, data, off, n, req + 1);
+			if (any < 0) {
+				err = any;
+				break;
+			}
+		} else {
+			any = !all_zero(data + off, n);
+			if (any || last)
+				memcpy(req + 1, data + off, n);
+		}
+		if (!any && !last) {
 			off += n;
 			continue;
 		}
@@ -368,21 +391,20 @@ static int restore_queue(struct ibv_context *ctx, uint32_t which,
 		req->version = RXE_MIGR_ABI_VERSION;
 		req->which = which;
 		req->offset = off;
-		req->queue = *q;
-		if (off + n == q->data_len) {
+		req->queue = whole;
+		if (last) {
 			req->flags = RXE_MIGR_RESTORE_SET_INDICES | last_flags |
 				     owner->flags;
 			req->user_handle = owner->user_handle;
 			req->events_reported = owner->events_reported;
 			req->comp_events_reported = owner->comp_events_reported;
 		}
-		memcpy(req + 1, data + off, n);
 		migr_call_init(&c, RXE_MIGR_METHOD_RESTORE_QUEUE);
 		migr_attr_in(&c, RXE_MIGR_ATTR_IN, req, sizeof(*req) + n);
 		migr_attr_handle(&c, handle_attr, handle);
 		err = migr_call_run(ctx->cmd_fd, &c);
 		off += n;
-	} while (!err && off < q->data_len);
+	} while (!err && off < whole.data_len);
 	free(req);
 	return err;
 }
@@ -525,13 +547,14 @@ static int refill_qp(struct ibv_context *ctx, struct ibv_qp *qp,
 		return err;
 	/* the send queue (always there) carries the owner's state */
 	err = restore_queue(ctx, RXE_MIGR_Q_SQ, RXE_MIGR_ATTR_QP_HANDLE,
-			    qp->handle, &r->sq, rings, 0, &owner);
+			    qp->handle, &r->sq, rings, 0, 0, &owner);
 	if (err)
 		return err;
 	agree_event_counts(qp, IBV_MIGR_OBJ_QP, a);
 	owner.flags = 0;
 	err = restore_queue(ctx, RXE_MIGR_Q_RQ, RXE_MIGR_ATTR_QP_HANDLE,
-			    qp->handle, &r->rq, rings + r->sq.data_len, 0, &owner);
+			    qp->handle, &r->rq, rings + r->sq.data_len, 0, 0,
+			    &owner);
 	/* a QP in INIT has no connection state; RTR and RTS have */
 	if (err || r->qp_state == IBV_QPS_INIT)
 		return err;
@@ -566,7 +589,8 @@ static int refill_cq(struct ibv_context *ctx, struct ibv_cq *cq,
 
 	err = restore_queue(ctx, RXE_MIGR_Q_CQ, RXE_MIGR_ATTR_CQ_HANDLE,
 			    cq->handle, &r->queue, (const uint8_t *)(r + 1),
-			    event, &owner);
+			    !!(a->flags & IBV_MIGR_RESTORE_CQ_WINDOW), event,
+			    &owner);
 	if (err)
 		return err;
 	agree_event_counts(cq, IBV_MIGR_OBJ_CQ, a);
@@ -603,7 +627,7 @@ static int refill(struct ibv_context *ctx, void *obj, int type,
 		err = restore_queue(ctx, RXE_MIGR_Q_SRQ,
 				    RXE_MIGR_ATTR_SRQ_HANDLE,
 				    ((struct ibv_srq *)obj)->handle, &r->queue,
-				    (const uint8_t *)(r + 1), 0, &owner);
+				    (const uint8_t *)(r + 1), 0, 0, &owner);
 		if (!err)
 			agree_event_counts(obj, IBV_MIGR_OBJ_SRQ, a);
 		return err;

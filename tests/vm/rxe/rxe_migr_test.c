@@ -1103,9 +1103,10 @@ static const struct rxe_migr_cq *ev_cq_rec(const void *dump, size_t len,
 /* A dump with IBV_MIGR_DUMP_CQ_WINDOWS against the whole one taken just
  * before (nothing ran between): the same records, every CQ's ring cut to
  * the entries from its consumer to its producer, the other records byte
- * for byte; CQ busy must hold at least one entry. */
-static void check_cq_windows(struct ibv_context *ctx, const char *whole, int wlen,
-			     int wcount, uint32_t busy)
+ * for byte; CQ busy must hold at least one entry.  Returns the cut dump
+ * (the caller's to free) and its length in *cut_len. */
+static void *check_cq_windows(struct ibv_context *ctx, const char *whole, int wlen,
+			      int wcount, uint32_t busy, size_t *cut_len)
 {
 	const struct rxe_migr_rec_hdr *w = NULL, *c = NULL;
 	size_t clen = 0;
@@ -1148,9 +1149,10 @@ static void check_cq_windows(struct ibv_context *ctx, const char *whole, int wle
 		die("CQ windows: the dumps do not walk alike");
 	if (live_busy < 1)
 		die("CQ %u should hold a completion: %d", busy, live_busy);
-	free(cut);
 	printf("OK CQ windows: %zu bytes against %d whole, CQ %u carries %d entries\n",
 	       clen, wlen, busy, live_busy);
+	*cut_len = clen;
+	return cut;
 }
 
 static int do_evfds(void)
@@ -1163,6 +1165,8 @@ static int do_evfds(void)
 	uint32_t h1, h2, h_async, qpn_a, qpn_b, seen_async = 0, seen_ch = 0;
 	int count, len, err = 0, k = 0, moved;
 	static char dump[1 << 20];
+	size_t cut_len = 0;
+	void *cut;
 	union ibv_gid gid;
 
 	e.ctx = q.ctx = open_ctx();
@@ -1231,7 +1235,8 @@ static int do_evfds(void)
 	len = ibv_dump_context(e.ctx, &count, dump, sizeof(dump));
 	if (len < 0 || len > (int)sizeof(dump) || ibv_migr_check_dump(dump, len))
 		die("ibv_dump_context: %d", len);
-	check_cq_windows(e.ctx, dump, len, count, q.cq2->handle);
+	/* restored from the dump with CQ windows, as the CRIU plugin does */
+	cut = check_cq_windows(e.ctx, dump, len, count, q.cq2->handle, &cut_len);
 	/* the dumper's view: which record is which of our fds */
 	h1 = ev_identify(e.ctx, q.ch1->fd, IBV_MIGR_OBJ_COMP_CHANNEL);
 	h2 = ev_identify(e.ctx, q.ch2->fd, IBV_MIGR_OBJ_COMP_CHANNEL);
@@ -1288,7 +1293,7 @@ static int do_evfds(void)
 	ibv_close_device(e.ctx);
 
 	n.ctx = open_ctx();
-	for (rec = NULL; !err && (rec = ibv_migr_next_record(dump, len, rec, &err));) {
+	for (rec = NULL; !err && (rec = ibv_migr_next_record(cut, cut_len, rec, &err));) {
 		struct ibv_restore_args a = { .record = rec };
 		const void *b = rec + 1;
 		void *obj = NULL;
@@ -1318,10 +1323,14 @@ static int do_evfds(void)
 		objs[k].handle = rec->handle;
 		k++;
 	}
-	for (rec = NULL; !err && (rec = ibv_migr_next_record(dump, len, rec, &err));) {
+	for (rec = NULL; !err && (rec = ibv_migr_next_record(cut, cut_len, rec, &err));) {
 		struct ibv_restore_args a = { .record = rec,
 			.flags = IBV_MIGR_RESTORE_EVENT_COUNTS };
 		void *obj = find(objs, k, rec->type, rec->handle);
+
+		/* the entry cq2 held goes back to its slot (polled below) */
+		if (rec->type == IBV_MIGR_OBJ_CQ)
+			a.flags |= IBV_MIGR_RESTORE_CQ_WINDOW;
 
 		err = ibv_restore_object(n.ctx, &obj, rec->type, IBV_RESTORE_REFILL,
 					 &a, sizeof(a));
@@ -1330,6 +1339,7 @@ static int do_evfds(void)
 			    strerror(-err));
 	}
 	ibv_restore_object(n.ctx, NULL, 0, IBV_RESTORE_FINISH, NULL, 0);
+	free(cut);
 	n.ch1 = find(objs, k, IBV_MIGR_OBJ_COMP_CHANNEL, h1);
 	n.ch2 = find(objs, k, IBV_MIGR_OBJ_COMP_CHANNEL, h2);
 	for (int i = 0; i < k; i++) {

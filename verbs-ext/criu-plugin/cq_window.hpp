@@ -8,9 +8,9 @@
 // dump and hold 0-2 completions at a freeze. The plugin dumps with
 // IBV_MIGR_DUMP_CQ_WINDOWS (rxe-patches 0027), so the kernel copies only
 // the window, in order from the consumer; the image carries it as it is,
-// and the restore puts each entry back in its slot with the rest zero (a
-// new CQ's ring is zeroed anyway) before RESTORE_QUEUE, which takes whole
-// rings only.
+// and the restore refills with IBV_MIGR_RESTORE_CQ_WINDOW: libverbs-ext
+// puts each entry back in its slot of the ring CREATE made (zeroed) and
+// sends RESTORE_QUEUE only the chunks that hold one.
 //
 // Send and receive rings (QP, SRQ) stay whole: librxe's ibv_wr_* API and
 // ibv_post_recv write a WQE before they publish the producer index, so a
@@ -28,11 +28,5 @@ namespace crx::verbs_plugin {
 // windows their indices describe (queue.data_len = live entries x
 // elem_size) in rings rxe makes; *why says what is not.
 bool check_cq_windows(std::span<const uint8_t> dump, std::string* why);
-
-// Each CQ's ring whole again, its window in place and the other slots
-// zero. nullopt and *why set if check_cq_windows() refuses cut, or the
-// rings would be larger than rxe makes them.
-std::optional<std::vector<uint8_t>> whole_cq_rings(std::span<const uint8_t> cut,
-                                                   std::string* why);
 
 }  // namespace crx::verbs_plugin

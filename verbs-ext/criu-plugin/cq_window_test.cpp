@@ -1,11 +1,15 @@
 // A CQ's ring as its live window (as the kernel dumps it with
-// IBV_MIGR_DUMP_CQ_WINDOWS) and made whole again: what survives (the
-// window, every other record byte for byte), what goes (the slots outside
-// it), and what check_cq_windows() and whole_cq_rings() refuse.
+// IBV_MIGR_DUMP_CQ_WINDOWS) and made whole again by libverbs-ext's
+// ibv_migr_cq_window_bytes (what REFILL sends with
+// IBV_MIGR_RESTORE_CQ_WINDOW): what survives (the window, every other
+// record byte for byte), what goes (the slots outside it), and what
+// check_cq_windows() and the library refuse.
 #include "cq_window.hpp"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstring>
 
 #include "ibv_migr.h"
@@ -42,7 +46,24 @@ const uint8_t* slot(const rxe_migr_rec_hdr* r, uint32_t i, uint32_t elem) {
   return reinterpret_cast<const uint8_t*>(r) + kHead + size_t{i} * elem;
 }
 
-TEST(CqWindow, KeepsTheWindowAndZeroesTheRest) {
+// The whole ring a CQ record's window describes, asked of libverbs-ext
+// (ibv_migr_cq_window_bytes, what REFILL sends) in chunks of chunk bytes;
+// *with_entry counts the chunks it says hold an entry.
+std::vector<uint8_t> whole_ring(const rxe_migr_rec_hdr* r, uint32_t chunk, int* with_entry) {
+  rxe_migr_queue q = queue_of(r);
+  const uint32_t len = q.num_elem * q.elem_size;
+  std::vector<uint8_t> out(len, 0xee);
+  *with_entry = 0;
+  for (uint32_t off = 0; off < len; off += chunk) {
+    uint32_t n = std::min(chunk, len - off);
+    int any = ibv_migr_cq_window_bytes(&q, slot(r, 0, 0), off, n, out.data() + off);
+    EXPECT_GE(any, 0) << "chunk at " << off;
+    *with_entry += any > 0;
+  }
+  return out;
+}
+
+TEST(CqWindow, EntriesGoBackToTheirSlotsAndTheRestIsZero) {
   // 8 slots; the window wraps: consumer 6, producer 1 -> slots 6, 7, 0.
   const std::vector<uint8_t> full = DumpBuilder().pd(1).cq(2, 8, 32, 1, 6).mr(3).qp(4).dump();
   const std::vector<uint8_t> cut =
@@ -51,21 +72,25 @@ TEST(CqWindow, KeepsTheWindowAndZeroesTheRest) {
   std::string why;
   EXPECT_TRUE(check_cq_windows(cut, &why)) << why;
   EXPECT_EQ(ibv_migr_check_dump(cut.data(), cut.size()), 0);
-  EXPECT_EQ(queue_of(records(cut)[1]).data_len, 3u * 32);
-
-  auto whole = whole_cq_rings(cut, &why);
-  ASSERT_TRUE(whole) << why;
-  ASSERT_EQ(whole->size(), full.size());
-  auto in = records(full), out = records(*whole);
+  auto in = records(full), out = records(cut);
   ASSERT_EQ(out.size(), 4u);
   for (size_t k : {0u, 2u, 3u})  // PD, MR, QP (its send ring whole)
     EXPECT_EQ(std::memcmp(in[k], out[k], in[k]->len), 0) << "record " << k;
-  EXPECT_EQ(std::memcmp(in[1], out[1], kHead), 0) << "CQ header and body";
+  EXPECT_EQ(queue_of(out[1]).data_len, 3u * 32);
+
+  // whole, and in chunks that split entries (48 bytes over 32-byte slots)
   const std::vector<uint8_t> zero(32, 0);
-  for (uint32_t i = 0; i < 8; i++) {
-    const bool live = i == 6 || i == 7 || i == 0;
-    EXPECT_EQ(std::memcmp(slot(out[1], i, 32), live ? slot(in[1], i, 32) : zero.data(), 32), 0)
-        << "slot " << i;
+  for (uint32_t chunk : {256u, 48u}) {
+    int with_entry = 0;
+    std::vector<uint8_t> ring = whole_ring(out[1], chunk, &with_entry);
+    for (uint32_t i = 0; i < 8; i++) {
+      const bool live = i == 6 || i == 7 || i == 0;
+      EXPECT_EQ(std::memcmp(ring.data() + i * 32, live ? slot(in[1], i, 32) : zero.data(), 32), 0)
+          << "slot " << i << ", chunks of " << chunk;
+    }
+    // 48-byte chunks: [0,48) [48,96) ... [192,240) [240,256); slot 0
+    // ([0,32)) is in the first, slots 6 and 7 ([192,256)) in the last two
+    EXPECT_EQ(with_entry, chunk == 256 ? 1 : 3) << "chunks of " << chunk;
   }
 }
 
@@ -73,10 +98,11 @@ TEST(CqWindow, AnEmptyCqCarriesNoRing) {
   const std::vector<uint8_t> cut = DumpBuilder().cq_window(1, 4096, 128, 17, 17).dump();
   EXPECT_EQ(cut.size(), sizeof(rxe_migr_dump_hdr) + kHead);
   std::string why;
-  auto whole = whole_cq_rings(cut, &why);
-  ASSERT_TRUE(whole) << why;
-  EXPECT_EQ(whole->size(), DumpBuilder().cq(1, 4096, 128, 17, 17).dump().size());
-  EXPECT_EQ(queue_of(records(*whole)[0]).data_len, 4096u * 128);
+  EXPECT_TRUE(check_cq_windows(cut, &why)) << why;
+  int with_entry = -1;
+  std::vector<uint8_t> ring = whole_ring(records(cut)[0], 0xf000, &with_entry);
+  EXPECT_EQ(with_entry, 0) << "nothing to send but the last chunk";
+  EXPECT_EQ(ring, std::vector<uint8_t>(4096u * 128, 0));
 }
 
 TEST(CqWindow, AFullCqKeepsAllButOneSlot) {
@@ -85,14 +111,33 @@ TEST(CqWindow, AFullCqKeepsAllButOneSlot) {
   const std::vector<uint8_t> full = DumpBuilder().cq(1, 16, 64, 4, 5).dump();
   const std::vector<uint8_t> cut = DumpBuilder().cq_window(1, 16, 64, 4, 5).dump();
   EXPECT_EQ(queue_of(records(cut)[0]).data_len, 15u * 64);
-  std::string why;
-  auto whole = whole_cq_rings(cut, &why);
-  ASSERT_TRUE(whole) << why;
-  auto in = records(full)[0], out = records(*whole)[0];
+  int with_entry = 0;
+  std::vector<uint8_t> ring = whole_ring(records(cut)[0], 100, &with_entry);
+  auto in = records(full)[0];
   for (uint32_t i = 0; i < 16; i++)
-    if (i != 4) {
-      EXPECT_EQ(std::memcmp(slot(out, i, 64), slot(in, i, 64), 64), 0) << i;
-    }
+    EXPECT_EQ(std::memcmp(ring.data() + i * 64,
+                          i == 4 ? std::vector<uint8_t>(64, 0).data() : slot(in, i, 64), 64),
+              0)
+        << i;
+}
+
+TEST(CqWindow, TheLibraryRefusesWhatIsNoWindowOfARing) {
+  rxe_migr_queue q = queue_of(records(DumpBuilder().cq_window(1, 8, 32, 3, 1).dump())[0]);
+  std::vector<uint8_t> win(q.data_len, 1), out(256);
+  EXPECT_EQ(ibv_migr_cq_window_bytes(&q, win.data(), 0, 256, out.data()), 1);
+  EXPECT_EQ(ibv_migr_cq_window_bytes(&q, win.data(), 224, 33, out.data()), -EINVAL)
+      << "past the ring's end";
+  auto bad = [&](auto change) {
+    rxe_migr_queue b = q;
+    change(b);
+    return ibv_migr_cq_window_bytes(&b, win.data(), 0, 32, out.data());
+  };
+  EXPECT_EQ(bad([](rxe_migr_queue& b) { b.num_elem = 6; }), -EINVAL) << "not a power of two";
+  EXPECT_EQ(bad([](rxe_migr_queue& b) { b.elem_size = 0; }), -EINVAL);
+  EXPECT_EQ(bad([](rxe_migr_queue& b) { b.producer = 8; }), -EINVAL) << "index outside";
+  EXPECT_EQ(bad([](rxe_migr_queue& b) { b.data_len = 96; }), -EINVAL) << "not its indices' window";
+  EXPECT_EQ(bad([](rxe_migr_queue& b) { b.num_elem = 1u << 31, b.elem_size = 4; }), -EINVAL)
+      << "a ring larger than a queue's data_len can say";
 }
 
 TEST(CqWindow, RefusesWhatTheKernelDoesNotDump) {
@@ -103,6 +148,11 @@ TEST(CqWindow, RefusesWhatTheKernelDoesNotDump) {
   EXPECT_EQ(why, "CQ indices 8/0 outside its 8 slots");
   EXPECT_FALSE(check_cq_windows(DumpBuilder().cq_window(1, 6, 32, 0, 0).dump(), &why));
   EXPECT_EQ(why, "CQ ring of 6 x 32 bytes is not a ring rxe makes");
+  // 2^20 slots of 64 bytes: 64 MiB from a record of a few bytes
+  std::vector<uint8_t> huge = DumpBuilder().cq_window(1, 8, 64, 0, 0).dump();
+  cq_body(huge)->queue.num_elem = 1u << 20;
+  EXPECT_FALSE(check_cq_windows(huge, &why));
+  EXPECT_EQ(why, "CQ ring of 1048576 x 64 bytes is not a ring rxe makes");
 
   auto truncated = DumpBuilder().pd(1).dump();
   truncated.push_back(0);
@@ -121,32 +171,12 @@ TEST(CqWindow, RefusesAWindowItsIndicesDoNotDescribe) {
   const std::vector<uint8_t> whole = DumpBuilder().cq(7, 8, 32, 3, 1).dump();
   EXPECT_FALSE(check_cq_windows(whole, &why));
   EXPECT_EQ(why, "CQ 7 carries 256 ring bytes, its indices say 64");
-  EXPECT_FALSE(whole_cq_rings(whole, &why));
-  EXPECT_EQ(why, "CQ 7 carries 256 ring bytes, its indices say 64");
 
   // a window whose indices were changed after the dump
   auto cut = DumpBuilder().cq_window(7, 8, 32, 3, 1).dump();
   cq_body(cut)->queue.producer = 4;
-  EXPECT_FALSE(whole_cq_rings(cut, &why));
+  EXPECT_FALSE(check_cq_windows(cut, &why));
   EXPECT_EQ(why, "CQ 7 carries 64 ring bytes, its indices say 96");
-}
-
-TEST(CqWindow, WholeRefusesRingsLargerThanRxeMakes) {
-  std::string why;
-  // 2^20 slots of 64 bytes: 64 MiB from a record of a few bytes
-  std::vector<uint8_t> cut = DumpBuilder().cq_window(1, 8, 64, 0, 0).dump();
-  cq_body(cut)->queue.num_elem = 1u << 20;
-  EXPECT_FALSE(whole_cq_rings(cut, &why));
-  EXPECT_EQ(why, "CQ ring of 1048576 x 64 bytes is not a ring rxe makes");
-}
-
-TEST(CqWindow, WholeRefusesADumpOfMoreThan64MiB) {
-  // sixteen CQs of 32768 x 128 bytes (4 MiB each) are over 64 MiB whole
-  DumpBuilder b;
-  for (uint32_t h = 1; h <= 16; h++) b.cq_window(h, 32768, 128, 0, 0);
-  std::string why;
-  EXPECT_FALSE(whole_cq_rings(b.dump(), &why));
-  EXPECT_EQ(why, "CQ rings of more than 67108864 bytes");
 }
 
 }  // namespace

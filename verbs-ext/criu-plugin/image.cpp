@@ -127,9 +127,8 @@ std::optional<Image> decode(const std::vector<uint8_t>& bytes, std::string* why)
     }
     return img;
   }
-  auto whole = whole_cq_rings({p, h.dump_len}, why);
-  if (!whole) return std::nullopt;
-  img.dump = std::move(*whole);
+  if (!check_cq_windows({p, h.dump_len}, why)) return std::nullopt;
+  img.dump.assign(p, p + h.dump_len);
   return img;
 }
 

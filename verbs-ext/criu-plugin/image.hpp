@@ -42,18 +42,16 @@ struct Image {
   std::string device;       // Context: ibv device name, e.g. "rxe0"
   std::string cdev_path;    // Context: "/dev/infiniband/uverbs0" at dump
   std::vector<QueueMap> queues;
-  // Context: to encode(), as the kernel dumps it with
-  // IBV_MIGR_DUMP_CQ_WINDOWS; from decode(), every ring whole (what
-  // RESTORE_QUEUE takes)
+  // Context: as the kernel dumps it with IBV_MIGR_DUMP_CQ_WINDOWS (each
+  // CQ's ring as its live entries), to encode() and from decode()
   std::vector<uint8_t> dump;
 };
 
 // nullopt and *why set if a Context's dump is not one check_cq_windows()
 // takes.
 std::optional<std::vector<uint8_t>> encode(const Image& img, std::string* why);
-// nullopt and *why set if the bytes are no valid image of this version.
-// A Context's CQ rings come back whole, the slots outside their windows
-// zero.
+// nullopt and *why set if the bytes are no valid image of this version
+// (a Context's dump one that check_cq_windows() refuses included).
 std::optional<Image> decode(const std::vector<uint8_t>& bytes, std::string* why);
 
 std::string image_name(uint32_t id);

@@ -144,7 +144,7 @@ int TaskRestorer::restore_context(uint32_t ctx_id, Image&& img, double t0) {
   if (ctx->cmd_fd < 0 || ctx->async_fd < 0) return ctx->cmd_fd < 0 ? ctx->cmd_fd : ctx->async_fd;
   r.cmd_fd = ctx->cmd_fd;
   r.cdev_path = std::string("/dev/infiniband/") + dev->dev_name;
-  // where the time goes: load (read the image, rings made whole again),
+  // where the time goes: load (read the image, check its CQ windows),
   // open, create, refill, map (crx-verbs-restore.json)
   double t_open = now_ms();
 
@@ -240,6 +240,8 @@ int TaskRestorer::restore_context(uint32_t ctx_id, Image&& img, double t0) {
     // the late hook resumes; the process's memory (CRIU's) expects its
     // own pointers in the events
     a.flags = IBV_MIGR_RESTORE_NO_RESUME | IBV_MIGR_RESTORE_USER_HANDLE | IBV_MIGR_RESTORE_EVENT_COUNTS;
+    // the image carries each CQ's ring as its live entries (cq_window.hpp)
+    if (c.type == RXE_MIGR_OBJ_CQ) a.flags |= IBV_MIGR_RESTORE_CQ_WINDOW;
     err = ibv_restore_object(ctx, &c.obj, static_cast<int>(c.type), IBV_RESTORE_REFILL, &a,
                              sizeof(a));
     if (err) {

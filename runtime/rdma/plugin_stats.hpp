@@ -48,9 +48,9 @@ struct VerbsRestoreStats {
   // checkpoint/criu_rpc.hpp, StartedRestore::Setup::preload_verbs_plugin).
   double init_ms = 0;
   bool providers_preloaded = false;
-  // recreate_ms by step, over all contexts: loading the image, opening the
-  // device, creating the objects, refilling them, making their queues
-  // mappable again
+  // recreate_ms by step, over all contexts: loading the image (of it,
+  // load_read: reading its file), opening the device, creating the
+  // objects, refilling them, making their queues mappable again
   std::map<std::string, double> recreate_parts_ms;
 };
 

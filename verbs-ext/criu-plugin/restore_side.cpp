@@ -22,10 +22,12 @@ extern "C" int criu_get_image_dir(void);
 namespace crx::verbs_plugin {
 namespace {
 
-int load_image(uint32_t id, Image* out) {
+// *read_at: when the file had been read (before the decode)
+int load_image(uint32_t id, Image* out, double* read_at) {
   std::vector<uint8_t> bytes;
   int err = read_image_file(image_name(id), &bytes);
   if (err) return err;
+  *read_at = now_ms();
   std::string why;
   auto img = decode(bytes, &why);
   if (!img) {
@@ -65,9 +67,9 @@ void destroy_all(std::vector<Created>& made) {
 
 int TaskRestorer::restore_file(uint32_t id) {
   if (!image_file_exists(image_name(id))) return -ENOTSUP;
-  const double t0 = now_ms();
+  LoadTimes times{now_ms()};
   Image img;
-  int err = load_image(id, &img);
+  int err = load_image(id, &img, &times.read);
   if (err) return err;
   const ImageKind kind = img.kind;
   const uint32_t evt_type = img.evt_type, evt_handle = img.evt_handle;
@@ -75,7 +77,7 @@ int TaskRestorer::restore_file(uint32_t id) {
   if (!contexts_.count(ctx_id)) {
     // a context's image is loaded once: here, if its own file comes first
     if (kind == ImageKind::Context)
-      err = restore_context(ctx_id, std::move(img), t0);
+      err = restore_context(ctx_id, std::move(img), times);
     else
       err = restore_context(ctx_id);
     if (err) return err;
@@ -106,18 +108,19 @@ int TaskRestorer::restore_file(uint32_t id) {
 }
 
 int TaskRestorer::restore_context(uint32_t ctx_id) {
-  const double t0 = now_ms();
+  LoadTimes times{now_ms()};
   Image img;
-  int err = load_image(ctx_id, &img);
+  int err = load_image(ctx_id, &img, &times.read);
   if (err) {
     log_error("context " + std::to_string(ctx_id) + ": no image: " + strerror(-err));
     return err;
   }
   if (img.kind != ImageKind::Context) return -EINVAL;
-  return restore_context(ctx_id, std::move(img), t0);
+  return restore_context(ctx_id, std::move(img), times);
 }
 
-int TaskRestorer::restore_context(uint32_t ctx_id, Image&& img, double t0) {
+int TaskRestorer::restore_context(uint32_t ctx_id, Image&& img, LoadTimes times) {
+  const double t0 = times.start;
   Restored r;
   r.img = std::move(img);
   int err = 0;
@@ -144,8 +147,9 @@ int TaskRestorer::restore_context(uint32_t ctx_id, Image&& img, double t0) {
   if (ctx->cmd_fd < 0 || ctx->async_fd < 0) return ctx->cmd_fd < 0 ? ctx->cmd_fd : ctx->async_fd;
   r.cmd_fd = ctx->cmd_fd;
   r.cdev_path = std::string("/dev/infiniband/") + dev->dev_name;
-  // where the time goes: load (read the image, check its CQ windows),
-  // open, create, refill, map (crx-verbs-restore.json)
+  // where the time goes: load (read the image, check its CQ windows; of
+  // it load_read the file's read), open, create, refill, map
+  // (crx-verbs-restore.json)
   double t_open = now_ms();
 
   const std::vector<uint8_t>& dump = r.img.dump;
@@ -272,6 +276,7 @@ int TaskRestorer::restore_context(uint32_t ctx_id, Image&& img, double t0) {
                       {"recreate_ms", t_map - t0},
                       {"parts_ms",
                        {{"load", t_load - t0},
+                        {"load_read", times.read - t0},
                         {"open", t_open - t_load},
                         {"create", t_create - t_open},
                         {"refill", t_refill - t_create},

@@ -47,11 +47,16 @@ class TaskRestorer {
     std::map<uint64_t, uint64_t> offsets;  // mmap offset at dump -> now
     int task_fd = -1;        // the process's own fd of the file, once placed
   };
+  // When a context's image load began and when its file had been read
+  // (now_ms()): the load is part of the recreation's time.
+  struct LoadTimes {
+    double start = 0;
+    double read = 0;
+  };
   // Loads the context's image, then the overload below.
   int restore_context(uint32_t ctx_id);
-  // Recreates the context of img (its image, loaded since t0: the load is
-  // part of the recreation's time).
-  int restore_context(uint32_t ctx_id, Image&& img, double t0);
+  // Recreates the context of img (its image, loaded at times).
+  int restore_context(uint32_t ctx_id, Image&& img, LoadTimes times);
   int find_task_fd(Restored& r);
   void close_leftovers(Restored& r);
 

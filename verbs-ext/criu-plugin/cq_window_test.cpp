@@ -48,7 +48,9 @@ const uint8_t* slot(const rxe_migr_rec_hdr* r, uint32_t i, uint32_t elem) {
 
 // The whole ring a CQ record's window describes, asked of libverbs-ext
 // (ibv_migr_cq_window_bytes, what REFILL sends) in chunks of chunk bytes;
-// *with_entry counts the chunks it says hold an entry.
+// *with_entry counts the chunks it says hold an entry.  Asked without an
+// output first (REFILL's question whether to send a chunk), it must give
+// the same answer.
 std::vector<uint8_t> whole_ring(const rxe_migr_rec_hdr* r, uint32_t chunk, int* with_entry) {
   rxe_migr_queue q = queue_of(r);
   const uint32_t len = q.num_elem * q.elem_size;
@@ -56,8 +58,10 @@ std::vector<uint8_t> whole_ring(const rxe_migr_rec_hdr* r, uint32_t chunk, int* 
   *with_entry = 0;
   for (uint32_t off = 0; off < len; off += chunk) {
     uint32_t n = std::min(chunk, len - off);
+    int asked = ibv_migr_cq_window_bytes(&q, slot(r, 0, 0), off, n, nullptr);
     int any = ibv_migr_cq_window_bytes(&q, slot(r, 0, 0), off, n, out.data() + off);
     EXPECT_GE(any, 0) << "chunk at " << off;
+    EXPECT_EQ(asked, any) << "chunk at " << off << ", asked without an output";
     *with_entry += any > 0;
   }
   return out;
@@ -127,6 +131,8 @@ TEST(CqWindow, TheLibraryRefusesWhatIsNoWindowOfARing) {
   EXPECT_EQ(ibv_migr_cq_window_bytes(&q, win.data(), 0, 256, out.data()), 1);
   EXPECT_EQ(ibv_migr_cq_window_bytes(&q, win.data(), 224, 33, out.data()), -EINVAL)
       << "past the ring's end";
+  EXPECT_EQ(ibv_migr_cq_window_bytes(&q, win.data(), 224, 33, nullptr), -EINVAL)
+      << "past the ring's end, asked without an output";
   auto bad = [&](auto change) {
     rxe_migr_queue b = q;
     change(b);

@@ -192,7 +192,8 @@ ibv_migr_qp_resp_res(const struct rxe_migr_qp *q)
  * zeros elsewhere.  Returns 1 if an entry lies in those bytes, 0 if none
  * does, -EINVAL if q is no window of a ring (slot count not a power of
  * two, an index outside the ring, data_len not the entries between them)
- * or the bytes are not inside the ring. */
+ * or the bytes are not inside the ring.  With out NULL it only answers
+ * whether an entry lies there, and writes nothing. */
 int ibv_migr_cq_window_bytes(const struct rxe_migr_queue *q,
 			     const void *window, uint32_t offset,
 			     uint32_t length, void *out);

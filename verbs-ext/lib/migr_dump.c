@@ -244,12 +244,13 @@ int ibv_migr_cq_window_bytes(const struct rxe_migr_queue *q,
 	uint32_t mask, live, s, last;
 	int any = 0;
 
-	if (!q || !is_window(q) || (q->data_len && !win) || (length && !o) ||
+	if (!q || !is_window(q) || (q->data_len && !win) ||
 	    end > (uint64_t)q->num_elem * q->elem_size)
 		return -EINVAL;
 	if (!length)
 		return 0;
-	memset(o, 0, length);
+	if (o)
+		memset(o, 0, length);
 	mask = q->num_elem - 1;
 	live = q->data_len / q->elem_size;
 	last = (uint32_t)((end - 1) / q->elem_size);
@@ -262,6 +263,8 @@ int ibv_migr_cq_window_bytes(const struct rxe_migr_queue *q,
 
 		if (k >= live)
 			continue;
+		if (!o)
+			return 1;
 		memcpy(o + (lo - offset),
 		       win + (uint64_t)k * q->elem_size + (lo - at), hi - lo);
 		any = 1;

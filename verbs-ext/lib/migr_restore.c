@@ -373,7 +373,11 @@ static int restore_queue(struct ibv_context *ctx, uint32_t which,
 			n = QUEUE_CHUNK;
 		last = off + n == whole.data_len;
 		if (window) {
-			any = ibv_migr_cq_window_bytes(q, data, off, n, req + 1);
+			/* asked first: a chunk not sent is not written */
+			any = ibv_migr_cq_window_bytes(q, data, off, n, NULL);
+			if (any >= 0 && (any || last))
+				any = ibv_migr_cq_window_bytes(q, data, off, n,
+							       req + 1);
 			if (any < 0) {
 				err = any;
 				break;

@@ -1,6 +1,7 @@
 #include "common/child_process.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -66,6 +67,13 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   return out;
 }
 
+// What the child writes into the error pipe when it gives up before exec.
+enum class ChildStep : int { JoinNetns, Exec };
+struct ChildFailure {
+  ChildStep step;
+  int error;
+};
+
 // In the forked child: only async-signal-safe calls on prepared data.
 [[noreturn]] void exec_child(const SpawnOptions& o, pid_t parent, const char* file, char** argv,
                              char** envp, int err_fd) {
@@ -94,6 +102,11 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
   }
   ::signal(SIGPIPE, SIG_DFL);
+  if (o.netns_fd >= 0 && ::setns(o.netns_fd, CLONE_NEWNET) != 0) {
+    const ChildFailure f{ChildStep::JoinNetns, errno};
+    (void)!::write(err_fd, &f, sizeof f);
+    ::_exit(127);
+  }
   if (!o.path.empty()) {
     if (envp) {
       ::execve(file, argv, envp);
@@ -105,8 +118,8 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
   } else {
     ::execvp(file, argv);
   }
-  int e = errno;
-  (void)!::write(err_fd, &e, sizeof e);
+  const ChildFailure f{ChildStep::Exec, errno};
+  (void)!::write(err_fd, &f, sizeof f);
   ::_exit(127);
 }
 
@@ -131,11 +144,13 @@ ChildProcess spawn(const std::vector<std::string>& argv, const SpawnOptions& o) 
   }
   ChildProcess child(pid);
   err_w.reset();
-  int child_errno = 0;
-  ssize_t n = retry_eintr([&] { return ::read(err_r.get(), &child_errno, sizeof child_errno); });
-  if (n == sizeof child_errno) {
+  ChildFailure failure{};
+  ssize_t n = retry_eintr([&] { return ::read(err_r.get(), &failure, sizeof failure); });
+  if (n == sizeof failure) {
     child.wait();
-    throw_errno(o.exec_error.empty() ? "exec " + file : o.exec_error, child_errno);
+    if (failure.step == ChildStep::JoinNetns)
+      throw_errno("joining the network namespace for " + file, failure.error);
+    throw_errno(o.exec_error.empty() ? "exec " + file : o.exec_error, failure.error);
   }
   return child;
 }

@@ -1,11 +1,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/child_process.hpp"
@@ -184,6 +187,39 @@ TEST(ChildProcess, StartsWithNoSignalBlockedWhenAsked) {
   // SIGUSR1 is signal 10: bit 9 of the mask.
   EXPECT_NE(inherited.find("0000000000000200"), std::string::npos) << inherited;
   EXPECT_EQ(unblocked, "SigBlk:\t0000000000000000\n");
+}
+
+TEST(ChildProcess, JoinsTheNetworkNamespaceGivenBeforeExec) {
+  if (::geteuid() != 0) GTEST_SKIP() << "setns needs CAP_SYS_ADMIN";
+  // A new namespace, made by a thread of its own and held by an fd.
+  crx::UniqueFd netns;
+  std::thread([&] {
+    if (::unshare(CLONE_NEWNET) == 0)
+      netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+  }).join();
+  ASSERT_TRUE(netns);
+  struct stat want{}, ours{};
+  ASSERT_EQ(::fstat(netns.get(), &want), 0);
+  ASSERT_EQ(::stat("/proc/self/ns/net", &ours), 0);
+  ASSERT_NE(want.st_ino, ours.st_ino);
+  SpawnOptions o;
+  o.netns_fd = netns.get();
+  int status = 0;
+  std::string out = output_of({"stat", "-L", "-c", "%i", "/proc/self/ns/net"}, o, &status);
+  EXPECT_EQ(out, std::to_string(want.st_ino) + "\n");
+  // Without it the child stays in ours.
+  out = output_of({"stat", "-L", "-c", "%i", "/proc/self/ns/net"}, SpawnOptions{}, &status);
+  EXPECT_EQ(out, std::to_string(ours.st_ino) + "\n");
+}
+
+TEST(ChildProcess, ANetworkNamespaceItCannotJoinIsAnErrorWithItsErrno) {
+  crx::UniqueFd not_a_namespace(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(not_a_namespace);
+  SpawnOptions o;
+  o.netns_fd = not_a_namespace.get();
+  crx::Error e = spawn_error({"true"}, o);
+  EXPECT_STREQ(e.what(), "joining the network namespace for true: Invalid argument");
+  EXPECT_EQ(e.sys_errno(), EINVAL);
 }
 
 TEST(ChildProcess, QuietPutsStdioOnDevNull) {

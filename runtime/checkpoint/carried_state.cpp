@@ -16,6 +16,7 @@ nlohmann::json CarriedState::to_json() const {
   nlohmann::json j{{"resources", resources}, {"annotations", annotations}, {"owner", owner},
                    {"pid_file", pid_file},   {"paused", paused}};
   if (!net_sysctls.empty()) j["net_sysctls"] = net_sysctls;
+  if (new_netns_outside_images) j["new_netns_outside_images"] = true;
   return j;
 }
 
@@ -34,6 +35,9 @@ CarriedState CarriedState::from_json(const nlohmann::json& j) {
       c.net_sysctls = j.at("net_sysctls").get<std::map<std::string, std::string>>();
     for (const auto& [path, value] : c.net_sysctls)
       if (!path.starts_with("net/") || path.find("..") != std::string::npos) malformed("net_sysctls");
+    if (j.contains("new_netns_outside_images") && !j.at("new_netns_outside_images").is_boolean())
+      malformed("new_netns_outside_images");
+    c.new_netns_outside_images = j.value("new_netns_outside_images", false);
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string(kCarriedStateFile) + ": " + e.what());
   }

@@ -3,8 +3,9 @@
 // the destination of `crx migrate` make the same container again: the
 // resources as `crx update` left them (the bundle's config.json still has
 // the ones from create), the annotations and owner, the pid file the
-// creator named, whether it was paused, and the network sysctls that a new
-// namespace would not have and CRIU does not carry (fresh_netns.hpp).
+// creator named, whether it was paused, the network sysctls that a new
+// namespace would not have and CRIU does not carry (fresh_netns.hpp), and
+// whether the network namespace is to be made anew on restore.
 // CRIU carries none of these: it
 // restores into the cgroup crx makes (cgroup properties are not restored
 // into an existing cgroup in its default mode) and a cgroup v2 freezer
@@ -31,6 +32,11 @@ struct CarriedState {
   // Path under /proc/sys -> value: set in the restored container's network
   // namespace before it resumes (empty: none; omitted from the JSON).
   std::map<std::string, std::string> net_sysctls;
+  // The container's network namespace is not in the CRIU images: it was a
+  // new one nobody configured, and CRIU dumped from inside it
+  // (DumpOptions::criu_netns_fd). The restore gives the tasks a new one
+  // (RestoreOptions::join_netns). Omitted from the JSON when false.
+  bool new_netns_outside_images = false;
 
   nlohmann::json to_json() const;
   // Throws crx::Error naming the field when it is malformed.

@@ -82,6 +82,14 @@ struct DumpOptions : CommonOptions {
   // process, libnftables) instead of iptables-restore (two helper runs to
   // lock, two to unlock: seconds under TCG).
   bool nftables_network_lock = false;
+  // >= 0: CRIU itself runs in this network namespace, the container's (a
+  // new one nobody configured, moved as a new one: fresh_netns.hpp). It is
+  // then CRIU's own namespace to CRIU, not the container's: CRIU neither
+  // dumps it nor locks it (CRIU 3.17 locks every namespace it dumps, its
+  // empty ones too: 0.18 s of a frozen dump in a TCG guest), and the images
+  // hold no network namespace at all. Their restore must give the tasks a
+  // new one (RestoreOptions::join_netns), or they land in CRIU's.
+  int criu_netns_fd = -1;
 };
 
 // One inherited fd for restore: CRIU uses `fd` where the image says `key`
@@ -101,6 +109,11 @@ struct RestoreOptions : CommonOptions {
   // CRX_VERBS_DEFER_RESUME=1 for CRIU: the verbs plugin leaves restored QPs
   // stopped and crx resumes them itself (after a migration's commit).
   bool defer_verbs_resume = false;
+  // Non-empty: the restored root task joins this network namespace (a
+  // path, e.g. /proc/<pid>/fd/<n>) before anything of it is restored -
+  // CRIU's --join-ns net:<path>. For images that hold no network namespace
+  // (DumpOptions::criu_netns_fd) only: with one, CRIU makes it anew.
+  std::string join_netns;
 };
 
 }  // namespace crx::checkpoint

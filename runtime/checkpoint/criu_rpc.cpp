@@ -75,6 +75,8 @@ struct OptsBuilder {
   std::vector<::InheritFd*> inherit_ptrs;
   std::vector<CgroupRoot> cg_roots;
   std::vector<CgroupRoot*> cg_root_ptrs;
+  JoinNamespace join_net = JOIN_NAMESPACE__INIT;
+  JoinNamespace* join_ptr = &join_net;
   std::vector<int> child_fds;  // fds CRIU itself must inherit
   std::string config_file;
   std::vector<std::string> config_lines;  // beyond libdir, for the config file
@@ -200,6 +202,12 @@ struct OptsBuilder {
     for (auto& r : cg_roots) cg_root_ptrs.push_back(&r);
     opts.n_cg_root = cg_root_ptrs.size();
     opts.cg_root = cg_root_ptrs.data();
+    if (!o.join_netns.empty()) {
+      join_net.ns = const_cast<char*>("net");
+      join_net.ns_file = s(o.join_netns);
+      opts.n_join_ns = 1;
+      opts.join_ns = &join_ptr;
+    }
   }
 
   static void set(protobuf_c_boolean& has, protobuf_c_boolean& field, bool v) {
@@ -236,7 +244,8 @@ class SwrkSession {
   // CRIU has to cure and let go of the tasks it seized).
   // output_fd: CRIU's stdout and stderr (-1: /dev/null).
   SwrkSession(std::string action, const std::vector<int>& child_fds, bool defer_verbs_resume,
-              bool die_with_us, int output_fd, const std::string& preload_plugin = {})
+              bool die_with_us, int output_fd, const std::string& preload_plugin = {},
+              int netns_fd = -1)
       : action_(std::move(action)) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -252,6 +261,7 @@ class SwrkSession {
     o.stderr_fd = output_fd;
     o.env = &env;
     o.die_with_parent = die_with_us;
+    o.netns_fd = netns_fd;
     child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, o);
   }
 
@@ -411,11 +421,13 @@ RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
 }
 
 // One CRIU child for one request: started, asked, served.
+// netns_fd >= 0: CRIU runs in that network namespace.
 RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
-            const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false) {
+            const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false,
+            int netns_fd = -1) {
   UniqueFd output = open_output_for_criu(o);
   SwrkSession session(action, child_fds, defer_verbs_resume, req.type == CRIU_REQ_TYPE__RESTORE,
-                      output.get());
+                      output.get(), {}, netns_fd);
   return serve(session, action, req, o, notify);
 }
 
@@ -448,6 +460,16 @@ bool criu_check() {
   }
 }
 
+void criu_ensure_kerndat_cache() {
+  // CRIU's KDAT_RUNDIR is /run on Debian (criu/include/kerndat.h).
+  if (::access("/run/criu.kdat", F_OK) == 0) return;
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__FEATURE_CHECK;
+  CriuFeatures none = CRIU_FEATURES__INIT;  // asks for no feature: the probe is the point
+  req.features = &none;
+  run("feature check", req, {}, nullptr, {});
+}
+
 static void dump_like(const char* action, CriuReqType type, const DumpOptions& o,
                       const NotifyHandler& notify) {
   OptsBuilder b;
@@ -455,7 +477,7 @@ static void dump_like(const char* action, CriuReqType type, const DumpOptions& o
   CriuReq req = CRIU_REQ__INIT;
   req.type = type;
   req.opts = &b.opts;
-  run(action, req, b.child_fds, &o, notify);
+  run(action, req, b.child_fds, &o, notify, false, o.criu_netns_fd);
 }
 
 void criu_dump(const DumpOptions& o, const NotifyHandler& notify) {

@@ -55,6 +55,16 @@ const std::string& criu_binary();
 CriuVersion criu_version();
 // CRIU's CHECK request; false (never throws for a failed check).
 bool criu_check();
+
+// CRIU's cache of what the kernel can do (/run/criu.kdat), made now when
+// there is none: a CRIU that starts without it probes the kernel, among
+// other things with a TCP connection over loopback, which fails in a
+// network namespace whose loopback is down (DumpOptions::criu_netns_fd).
+// A FEATURE_CHECK request makes it (CRIU 3.17 probes and saves the cache
+// for any request). A cache that exists is trusted: a stale one (another
+// CRIU's) makes that CRIU's next run probe again. Throws Error when CRIU
+// fails.
+void criu_ensure_kerndat_cache();
 void criu_dump(const DumpOptions& opts, const NotifyHandler& notify = {});
 // A memory-only round; with opts.page_server the pages go there.
 void criu_pre_dump(const DumpOptions& opts, const NotifyHandler& notify = {});

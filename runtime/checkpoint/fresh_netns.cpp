@@ -287,6 +287,15 @@ std::string netns_fingerprint(int netns_fd) {
 
 std::string fresh_netns_fingerprint() { return netns_fingerprint(-1); }
 
+UniqueFd new_netns() {
+  UniqueFd fd;
+  in_netns(-1, [&] {
+    fd.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (!fd) throw_errno("opening a new network namespace (/proc/thread-self/ns/net)");
+  });
+  return fd;
+}
+
 namespace {
 
 constexpr std::string_view kSysctlLine = "sysctl ";

@@ -19,6 +19,8 @@
 #include <optional>
 #include <string>
 
+#include "common/unique_fd.hpp"
+
 namespace crx::checkpoint {
 
 // What CRIU's network dump would carry of the namespace netns_fd refers to,
@@ -69,5 +71,9 @@ void apply_net_sysctls(pid_t pid, const NetSysctls& sysctls);
 // Runs fn on a thread of its own in the network namespace netns_fd (-1: a
 // new one); rethrows what fn throws.
 void in_netns(int netns_fd, const std::function<void()>& fn);
+
+// A new network namespace, held by the fd returned (nothing else holds
+// it). Throws Error with the errno of what failed.
+UniqueFd new_netns();
 
 }  // namespace crx::checkpoint

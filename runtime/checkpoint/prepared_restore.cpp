@@ -28,6 +28,13 @@ namespace crx::checkpoint {
 
 namespace {
 
+// config.json asks for a network namespace of the container's own (not
+// one joined by path, not the host's).
+bool wants_new_netns(const spec::Spec& s) {
+  const auto* ns = s.linux.find_namespace("network");
+  return ns && ns->path.empty();
+}
+
 // Into the restored init's network namespace; init 0: CRIU named none.
 void apply_carried_sysctls(pid_t init, const NetSysctls& sysctls) {
   if (sysctls.empty()) return;
@@ -135,6 +142,9 @@ void PreparedRestore::prepare() {
   if (!o_.manage_cgroups_mode) o_.manage_cgroups_mode = CgroupMode::Soft;
   add_restore_mounts(o_, s, bundle_.rootfs);
   joined_namespaces_ = add_restore_external_namespaces(o_, s);
+  // A migration's images may hold no network namespace (one moved as a new
+  // one): the namespace its tasks join is made now, outside the window.
+  if (r_.images_below && wants_new_netns(s)) new_netns_ = new_netns();
   for (const auto& m : tmpfs_->ext_mounts()) o_.ext_mounts.push_back(m);
   o_.rst_sibling = r_.as_child;
   o_.auto_dedup = r_.flags.auto_dedup;
@@ -230,6 +240,15 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     drop_criu_lock_tables(images.get());
     RestoreOptions o = o_;
     o.images_dir_fd = images.get();
+    if (carried && carried->new_netns_outside_images) {
+      // Not ours to guess: the tasks would be in CRIU's (the host's).
+      if (!wants_new_netns(s))
+        throw Error("restore of " + id_ + ": its images hold no network namespace (the "
+                    "container had a new one), and config.json asks for none", Cause::Invalid);
+      if (!new_netns_) new_netns_ = new_netns();
+      o.join_netns = "/proc/" + std::to_string(::getpid()) + "/fd/" +
+                     std::to_string(new_netns_.get());
+    }
     // The verbs plugin only for images it dumped contexts into: loading it
     // (and its providers) takes 0.15 s of a restore in a guest.
     o.plugins = rdma::verbs_dumped(images_dir);

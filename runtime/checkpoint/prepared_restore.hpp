@@ -83,6 +83,9 @@ class PreparedRestore {
   std::unique_ptr<CriuRoot> root_;
   std::unique_ptr<StagedTmpfs> tmpfs_;
   std::vector<UniqueFd> joined_namespaces_;
+  // A new network namespace for images that hold none (the container's
+  // was a new one: CarriedState::new_netns_outside_images), made ahead.
+  UniqueFd new_netns_;
   RestoreOptions o_;  // everything but the images dir
   std::unique_ptr<StartedRestore> criu_;
   bool used_ = false;

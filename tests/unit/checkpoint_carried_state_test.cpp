@@ -62,6 +62,16 @@ TEST(CarriedState, CarriesNetworkSysctlsOnlyUnderNet) {
   }
 }
 
+TEST(CarriedState, SaysWhenTheNetworkNamespaceIsNotInTheImages) {
+  CarriedState c = crx::checkpoint::carried_state_of(updated_container(), false);
+  EXPECT_FALSE(c.to_json().contains("new_netns_outside_images")) << "false: as older crx wrote it";
+  EXPECT_FALSE(CarriedState::from_json(c.to_json()).new_netns_outside_images);
+  c.new_netns_outside_images = true;
+  EXPECT_TRUE(CarriedState::from_json(c.to_json()).new_netns_outside_images);
+  EXPECT_THROW(CarriedState::from_json(nlohmann::json::parse(R"({"new_netns_outside_images": 1})")),
+               crx::Error);
+}
+
 TEST(CarriedState, ReplacesOnlyTheResourcesOfTheBundlesConfig) {
   auto bundle = nlohmann::json::parse(R"({
     "ociVersion": "1.0.2", "process": {"args": ["sh"]},

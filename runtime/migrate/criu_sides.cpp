@@ -127,8 +127,11 @@ class CriuPageSink : public PageSink {
 // the only user of the CRIU child (criu_rpc's SwrkSession, in the call).
 class CriuLazyDump : public LazyDump {
  public:
-  CriuLazyDump(checkpoint::DumpOptions o, UniqueFd images, UniqueFd work, UniqueFd page_fd)
-      : images_(std::move(images)), work_(std::move(work)), page_fd_(std::move(page_fd)) {
+  // netns: o.criu_netns_fd's owner (or none), kept until CRIU is done.
+  CriuLazyDump(checkpoint::DumpOptions o, UniqueFd images, UniqueFd work, UniqueFd page_fd,
+               UniqueFd netns)
+      : images_(std::move(images)), work_(std::move(work)), page_fd_(std::move(page_fd)),
+        netns_(std::move(netns)) {
     o.images_dir_fd = images_.get();
     o.work_dir_fd = work_.get();
     o.lazy_pages = true;
@@ -178,7 +181,7 @@ class CriuLazyDump : public LazyDump {
     cv_.notify_all();
   }
 
-  UniqueFd images_, work_, page_fd_;
+  UniqueFd images_, work_, page_fd_, netns_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool images_ready_ = false, finished_ = false;
@@ -217,6 +220,10 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
       log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools: " +
                 e.what());
     }
+    // Moved as a new one, the namespace is where the final dump's CRIU
+    // runs (criu_in_container_netns): its loopback is down, so CRIU must
+    // find its kernel cache made.
+    if (!fresh_netns_.empty()) checkpoint::criu_ensure_kerndat_cache();
   }
 }
 
@@ -247,10 +254,26 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns() const {
   return out;
 }
 
+UniqueFd CriuSource::criu_in_container_netns(checkpoint::DumpOptions& o) const {
+  // CRIU runs in the container's network namespace and so leaves it alone:
+  // no lock (nothing in it to guard: no address, no route, so no
+  // connection), no dump; the destination makes a new one
+  // (CarriedState::new_netns_outside_images). Its iptables method is
+  // CRIU's no-op for a namespace it does not dump; nftables would still
+  // make a table for connection locks.
+  const std::string path = "/proc/" + std::to_string(src_.pid) + "/ns/net";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("the network namespace of container " + id_ + " (" + path + ")");
+  o.criu_netns_fd = fd.get();
+  o.nftables_network_lock = false;
+  return fd;
+}
+
 void CriuSource::write_carried_state(const std::string& images_dir,
                                      const NetnsAtFreeze& net) const {
   checkpoint::CarriedState c = checkpoint::carried_state_of(src_.state, src_.paused);
   c.net_sysctls = net.carried;
+  c.new_netns_outside_images = net.moves_empty;
   checkpoint::write_carried_state(images_dir, c);
 }
 
@@ -279,12 +302,10 @@ void CriuSource::run_dump(
     checkpoint::add_recreated_mounts(o, src_, images_dir);
     o.plugins = needs_verbs_plugin();
   }
-  if (netns_empty) o.empty_ns |= CLONE_NEWNET;
-  // A migration's dumps lift their lock themselves (network_lock.hpp). A
-  // namespace moved empty brings no iptables chain to guard connections
-  // with (it can have none): the lock in CRIU's process does.
-  o.nftables_network_lock =
-      netns_empty || checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
+  // A migration's dumps lift their lock themselves (network_lock.hpp).
+  o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
+  UniqueFd netns;
+  if (netns_empty) netns = criu_in_container_netns(o);
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of
   // the channel, the caller keeps its own.
@@ -363,9 +384,10 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   o.leave_running = true;
   checkpoint::add_recreated_mounts(o, src_, images_dir);
   o.plugins = needs_verbs_plugin();
-  if (net.moves_empty) o.empty_ns |= CLONE_NEWNET;
+  UniqueFd netns;
+  if (net.moves_empty) netns = criu_in_container_netns(o);
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
-                                        std::move(page_fd));
+                                        std::move(page_fd), std::move(netns));
 }
 
 void CriuSource::resume() {

@@ -75,6 +75,9 @@ class CriuSource : public SourceSide {
     checkpoint::NetSysctls carried;
   };
   NetnsAtFreeze check_netns() const;
+  // Points o at the container's network namespace for CRIU to run in (a
+  // namespace moved as a new one); returns the fd o now refers to.
+  UniqueFd criu_in_container_netns(checkpoint::DumpOptions& o) const;
   // crx's carried state, with what check_netns() found.
   void write_carried_state(const std::string& images_dir, const NetnsAtFreeze& net) const;
   container::GlobalOptions g_;

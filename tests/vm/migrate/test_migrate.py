@@ -315,6 +315,13 @@ class MigrateTest(Receiving, Base):
         got = self.sh(tb, 1, f"nsenter -t {pid} -n sysctl -n net.ipv4.ip_unprivileged_port_start "
                              "net.ipv4.conf.lo.forwarding").split()
         self.assertEqual(got, ["80", "1"], "the carried sysctls at the destination")
+        # CRIU dumped from inside that namespace (criu_sides.cpp): the
+        # images hold none, and the destination gave the tasks a new one,
+        # not CRIU's (the host's), whose sysctls kept their values.
+        ns = self.sh(tb, 1, f"readlink /proc/{pid}/ns/net /proc/1/ns/net").split()
+        self.assertNotEqual(ns[0], ns[1], "the restored container is in the host's namespace")
+        self.assertEqual(self.sh(tb, 1, "sysctl -n net.ipv4.ip_unprivileged_port_start").strip(),
+                         "1024")
         # The mounts crx made again at the destination instead of CRIU
         # (runtime/checkpoint/recreated_*): masked dirs empty and read-only,
         # /dev/shm writable, /dev with its devices.

@@ -278,7 +278,7 @@ def print_criu_table(runs, sizes, floor_runs):
                     f"{med(c.get('restore', 0) for c in fl):.2f} s | "
                     f"{med(c.get('forking', 0) for c in fl):.3f} s |")
     for mib in sizes:
-        for way in ("crx", "unprepared", "plaintext"):
+        for way in ("crx", "base", "unprepared", "plaintext"):
             cs = [c for c in (criu_times(r["report"]) for r in runs[way].get(mib, [])) if c]
             if not cs:
                 continue
@@ -326,6 +326,29 @@ def print_prepared_table(runs, sizes):
     print()
 
 
+def print_base_table(runs, sizes):
+    """crx of --build against crx of --base-build (the way 'base'), medians:
+    downtime, CRIU's frozen time in the final dump, the sender's
+    checkpoint+transfer and the receiver's restore phase."""
+    med = statistics.median
+    print(f"crx of this build against crx of {runs.get('base_build', '--base-build')}:\n")
+    print("| memory | way | downtime | total | CRIU frozen in the final dump | "
+          "checkpoint+transfer | restore |")
+    print("|---|---|---|---|---|---|---|")
+    for mib in sizes:
+        for way in ("crx", "base"):
+            rs = runs[way].get(mib)
+            if not rs:
+                continue
+            cs = [c for c in (criu_times(r["report"]) for r in rs) if c]
+            frozen = f"{med(c['frozen'] for c in cs):.2f} s" if cs else "-"
+            print(f"| {mib} MiB | {way} | {med(r['downtime'] for r in rs):.2f} s | "
+                  f"{med(r['total'] for r in rs):.2f} s | {frozen} | "
+                  f"{med(phase_seconds(r['report'], 'checkpoint+transfer') for r in rs):.2f} s | "
+                  f"{med(phase_seconds(r['report'], 'restore') for r in rs):.2f} s |")
+    print()
+
+
 def print_plaintext_table(runs, sizes):
     """crx (TLS, pages in kernel TLS) against crx in clear text: what the
     cipher costs, medians."""
@@ -362,8 +385,13 @@ def main():
     ap.add_argument("--ways", default=None,
                     help="comma-separated ways to interleave (crx, runc, lazy, unprepared: crx "
                          "with migration.prepare_restore false on the receiver, plaintext: crx "
-                         "with --insecure-plaintext on both ends); default crx,runc,lazy "
+                         "with --insecure-plaintext on both ends, base: crx of --base-build); "
+                         "default crx,runc,lazy "
                          "(crx,runc with --no-lazy)")
+    ap.add_argument("--base-build",
+                    help="another build dir (e.g. of the parent commit, under the same root so "
+                         "that the guests see it): the way 'base' is crx migrate of that build, "
+                         "for an A/B of two builds in one interleaved run")
     ap.add_argument("--bandwidth-only", action="store_true",
                     help="only measure the link (sendfile) and the runc way's copy tool")
     ap.add_argument("--plot", help="write a plot (PNG) of downtime and total per size and way")
@@ -377,13 +405,19 @@ def main():
             plot(runs, a.plot)
         return
     crx = os.path.join(a.build, "crx")
+    base_crx = os.path.join(os.path.abspath(a.base_build), "crx") if a.base_build else None
     sizes = [int(x) for x in a.sizes.split(",")]
     runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {},
-            "lazy": {}, "unprepared": {}, "plaintext": {}, "baseline": [], "floor": []}
+            "lazy": {}, "unprepared": {}, "plaintext": {}, "base": {}, "baseline": [],
+            "floor": []}
+    if base_crx:
+        runs["base_build"] = base_crx
     # crx --lazy (post-copy): no pre-copy round, the memory after the resume.
     ways = ("crx", "runc") if a.no_lazy else ("crx", "runc", "lazy")
     if a.ways:
         ways = tuple(a.ways.split(","))
+    if "base" in ways and not base_crx:
+        sys.exit("the way 'base' needs --base-build")
     # Memory: the container, its image in RAM on the receiving end (runc way:
     # also the source's image dir), and the guest itself.
     with Testbed(2, rxe=False, memory_mb=max(768, 3 * max(sizes) + 512)) as tb:
@@ -408,6 +442,8 @@ def main():
             runc_way(tb, BASELINE_MIB, "warmrunc")
         if "lazy" in ways:
             crx_way(tb, crx, BASELINE_MIB, "warmlazy", 0, a.crx_flags + " --lazy")
+        if "base" in ways:
+            crx_way(tb, base_crx, BASELINE_MIB, "warmbase", a.pre_copy, a.crx_flags)
         for rep in range(a.reps):
             r = crx_way(tb, crx, BASELINE_MIB, f"base{rep}", a.pre_copy, a.crx_flags)
             runs["baseline"].append(r)
@@ -431,8 +467,9 @@ def main():
                         detail = (f"[{phases(r['report'])}] lazy {lz.get('seconds', 0):.2f} s: "
                                   f"{lz.get('on_demand_pages', 0)} pages on demand, "
                                   f"{lz.get('pushed_pages', 0)} pushed")
-                    elif way in ("crx", "unprepared", "plaintext"):
-                        r = crx_way(tb, crx, mib, cid, a.pre_copy, a.crx_flags,
+                    elif way in ("crx", "unprepared", "plaintext", "base"):
+                        r = crx_way(tb, base_crx if way == "base" else crx, mib, cid, a.pre_copy,
+                                    a.crx_flags,
                                     prepared=way != "unprepared", plaintext=way == "plaintext")
                         detail = (f"[{phases(r['report'])}] rounds " +
                                   ", ".join(f"{x['page_bytes'] >> 10} KiB"
@@ -459,7 +496,7 @@ def main():
         plot(runs, a.plot)
 
 
-WAYS = ("crx", "unprepared", "plaintext", "lazy", "runc")
+WAYS = ("crx", "base", "unprepared", "plaintext", "lazy", "runc")
 
 
 def load_runs(path):
@@ -492,6 +529,8 @@ def report(runs):
         print_prepared_table(runs, sizes)
     if runs["plaintext"]:
         print_plaintext_table(runs, sizes)
+    if runs["base"]:
+        print_base_table(runs, sizes)
     floor = med(r["downtime"] for r in runs["floor"]) if runs.get("floor") else None
     if floor is None:
         print("bare CRIU floor: not measured in this run")
@@ -501,7 +540,7 @@ def report(runs):
               f"{med(r['restore'] for r in runs['floor']):.2f} s)")
     print()
     print_criu_table(runs, sizes, runs.get("floor") or [])
-    for way in ("crx", "unprepared"):
+    for way in ("crx", "base", "unprepared"):
         if floor is not None and runs[way].get(sizes[0]):
             d = med(r["downtime"] for r in runs[way][sizes[0]])
             print(f"{sizes[0]} MiB {way}: downtime {d:.2f} s = {d / floor:.2f} x the floor "
@@ -549,6 +588,7 @@ def plot(runs, path):
     import matplotlib.ticker  # noqa: F401 (matplotlib.ticker below)
     names = {"crx": "crx (prepared restore)", "unprepared": "crx (restore not prepared)",
              "plaintext": "crx, clear text (--insecure-plaintext)",
+             "base": "crx of --base-build",
              "lazy": "crx --lazy (post-copy)", "runc": "runc way"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 5))
     for ax, key, title in ((axes[0], "downtime", "downtime"), (axes[1], "total", "total")):

@@ -136,6 +136,14 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   s.base.nftables_network_lock = nftables_lock_for_checkpoint(l.spec, flags.tcp_established);
   s.spec = std::move(l.spec);
   s.state_dir = state::StateDir::open(g.root, id).path();
+  // Failing here only means that CRIU packs /dev, as it does for a /dev
+  // the container changed.
+  try {
+    s.expected_dev = expected_dev_tree(s.spec, s.state_dir + "/criu-dev-check");
+  } catch (const std::exception& e) {
+    log::debug(std::string("checkpoint: /dev not made for the comparison, CRIU dumps it: ") +
+               e.what());
+  }
   s.paused = l.cg && l.cg->frozen();
   s.state = std::move(l.st);
   return s;
@@ -152,7 +160,7 @@ void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::s
     log::debug("checkpoint: " + m.key + " is recreated on restore, not dumped");
     o.ext_mounts.push_back(std::move(m));
   }
-  if (auto dev = recreated_dev_mount(s.spec, s.pid, s.state_dir + "/criu-dev-check")) {
+  if (auto dev = recreated_dev_mount(s.pid, s.expected_dev)) {
     log::debug("checkpoint: /dev is recreated on restore, not dumped");
     o.ext_mounts.push_back(std::move(*dev));
   }

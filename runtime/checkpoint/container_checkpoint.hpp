@@ -20,6 +20,7 @@
 #include "checkpoint/criu_options.hpp"
 #include "container/create.hpp"
 #include "checkpoint/outside_processes.hpp"
+#include "checkpoint/recreated_dev.hpp"
 #include "spec/spec.hpp"
 #include "state/store.hpp"
 
@@ -119,6 +120,10 @@ struct SourceContainer {
   std::string state_dir;    // crx's dir of the container (scratch space)
   state::ContainerState state;
   bool paused = false;      // frozen by `crx pause` before the checkpoint
+  // The /dev crx makes for spec (expected_dev_tree()), made and listed
+  // while the container runs, so that add_recreated_mounts() only lists
+  // the frozen container's; nullopt: CRIU dumps the container's /dev.
+  std::optional<std::vector<DevEntry>> expected_dev;
 };
 SourceContainer prepare_source(const container::GlobalOptions& g, const std::string& id,
                                const CriuFlags& flags);

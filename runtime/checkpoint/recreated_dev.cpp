@@ -218,20 +218,26 @@ std::string dev_difference(const std::vector<DevEntry>& actual,
   return "";
 }
 
-std::optional<ExternalMount> recreated_dev_mount(const spec::Spec& s, pid_t pid,
-                                                 const std::string& scratch) {
+std::optional<std::vector<DevEntry>> expected_dev_tree(const spec::Spec& s,
+                                                       const std::string& scratch) {
   auto dev = dev_tmpfs(s);
   if (!dev) return std::nullopt;
+  ScratchDev made(scratch, s, *dev);
+  UniqueFd fd(::open(made.dev().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) throw_errno("open " + made.dev());
+  return list_dev_tree(fd.get());
+}
+
+std::optional<ExternalMount> recreated_dev_mount(
+    pid_t pid, const std::optional<std::vector<DevEntry>>& expected) {
+  if (!expected) return std::nullopt;
   try {
     if (!dev_is_one_tmpfs(pid)) {
       log::debug("checkpoint: /dev is not exactly one tmpfs mount; CRIU dumps it");
       return std::nullopt;
     }
     UniqueFd actual = open_in_root("/proc/" + std::to_string(pid) + "/root", "/dev");
-    ScratchDev made(scratch, s, *dev);
-    UniqueFd expected(::open(made.dev().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    if (!expected) throw_errno("open " + made.dev());
-    std::string diff = dev_difference(list_dev_tree(actual.get()), list_dev_tree(expected.get()));
+    std::string diff = dev_difference(list_dev_tree(actual.get()), *expected);
     if (!diff.empty()) {
       log::debug("checkpoint: the container's /dev is not what crx makes, CRIU dumps it: " + diff);
       return std::nullopt;

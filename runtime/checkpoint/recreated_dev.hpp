@@ -1,10 +1,12 @@
 // The container's /dev tmpfs, made again by crx on restore instead of
 // packed by CRIU (see recreated_mounts.hpp for why): crx fills /dev itself
 // at create (devices.hpp: default and spec devices, symlinks, the mount
-// points of /dev/pts, /dev/shm, /dev/mqueue). At dump time crx builds that
-// /dev afresh in a scratch tmpfs and compares it entry by entry with the
-// frozen container's (type, mode, owner, device number, link target; file
-// contents must be empty); only when they are the same is /dev an external
+// points of /dev/pts, /dev/shm, /dev/mqueue). Before the freeze crx builds
+// that /dev afresh in a scratch tmpfs and lists it (expected_dev_tree: it
+// depends on the spec alone, and took 30-60 ms of a TCG guest's frozen
+// window); at dump time it compares the list entry by entry with the
+// frozen container's /dev (type, mode, owner, device number, link target;
+// file contents must be empty); only when they are the same is /dev an external
 // mount "crx-tmpfs:/dev". Anything the application added or changed keeps
 // CRIU's tar (said at debug level). The mounts below /dev are restored by
 // CRIU on top of the new /dev as before. Not for containers with a user
@@ -50,9 +52,16 @@ std::vector<DevEntry> list_dev_tree(int dir_fd);
 std::string dev_difference(const std::vector<DevEntry>& actual,
                            const std::vector<DevEntry>& expected);
 
-// For a frozen container: "/dev" as external mount if its /dev is what crx
-// makes. scratch: a directory crx may use (and removes) for the comparison.
-std::optional<ExternalMount> recreated_dev_mount(const spec::Spec& s, pid_t pid,
-                                                 const std::string& scratch);
+// What crx's create puts into the spec's /dev tmpfs, as list_dev_tree()
+// gives it: made in scratch (a directory crx may use, and removes) and
+// listed. nullopt when crx mounts no /dev tmpfs for s. Taken before the
+// container freezes: it depends on the spec alone. Throws Error.
+std::optional<std::vector<DevEntry>> expected_dev_tree(const spec::Spec& s,
+                                                       const std::string& scratch);
+
+// For a frozen container: "/dev" as external mount if its /dev is
+// `expected` (expected_dev_tree() of its spec; nullopt: CRIU dumps /dev).
+std::optional<ExternalMount> recreated_dev_mount(pid_t pid,
+                                                 const std::optional<std::vector<DevEntry>>& expected);
 
 }  // namespace crx::checkpoint

@@ -306,6 +306,15 @@ def phase_seconds(rep, name):
     return sum(p["seconds"] for p in rep["phases"] if p["name"] == name)
 
 
+def runs_by_size(runs, sizes, ways):
+    """(size, way, that way's runs at that size) for every pair that ran."""
+    for mib in sizes:
+        for way in ways:
+            rs = runs[way].get(mib)
+            if rs:
+                yield mib, way, rs
+
+
 def print_prepared_table(runs, sizes):
     """crx with the prepared restore (default) against crx with
     migration.prepare_restore: false on the receiver: downtime and the
@@ -314,15 +323,11 @@ def print_prepared_table(runs, sizes):
     print("| memory | way | downtime | total | receiver prepare (before the freeze) | "
           "receiver restore (frozen) |")
     print("|---|---|---|---|---|---|")
-    for mib in sizes:
-        for way in ("crx", "unprepared"):
-            rs = runs[way].get(mib)
-            if not rs:
-                continue
-            print(f"| {mib} MiB | {'prepared' if way == 'crx' else 'not prepared'} | "
-                  f"{med(r['downtime'] for r in rs):.2f} s | {med(r['total'] for r in rs):.2f} s | "
-                  f"{med(phase_seconds(r['receiver'], 'prepare') for r in rs):.2f} s | "
-                  f"{med(phase_seconds(r['receiver'], 'restore') for r in rs):.2f} s |")
+    for mib, way, rs in runs_by_size(runs, sizes, ("crx", "unprepared")):
+        print(f"| {mib} MiB | {'prepared' if way == 'crx' else 'not prepared'} | "
+              f"{med(r['downtime'] for r in rs):.2f} s | {med(r['total'] for r in rs):.2f} s | "
+              f"{med(phase_seconds(r['receiver'], 'prepare') for r in rs):.2f} s | "
+              f"{med(phase_seconds(r['receiver'], 'restore') for r in rs):.2f} s |")
     print()
 
 
@@ -335,17 +340,13 @@ def print_base_table(runs, sizes):
     print("| memory | way | downtime | total | CRIU frozen in the final dump | "
           "checkpoint+transfer | restore |")
     print("|---|---|---|---|---|---|---|")
-    for mib in sizes:
-        for way in ("crx", "base"):
-            rs = runs[way].get(mib)
-            if not rs:
-                continue
-            cs = [c for c in (criu_times(r["report"]) for r in rs) if c]
-            frozen = f"{med(c['frozen'] for c in cs):.2f} s" if cs else "-"
-            print(f"| {mib} MiB | {way} | {med(r['downtime'] for r in rs):.2f} s | "
-                  f"{med(r['total'] for r in rs):.2f} s | {frozen} | "
-                  f"{med(phase_seconds(r['report'], 'checkpoint+transfer') for r in rs):.2f} s | "
-                  f"{med(phase_seconds(r['report'], 'restore') for r in rs):.2f} s |")
+    for mib, way, rs in runs_by_size(runs, sizes, ("crx", "base")):
+        cs = [c for c in (criu_times(r["report"]) for r in rs) if c]
+        frozen = f"{med(c['frozen'] for c in cs):.2f} s" if cs else "-"
+        print(f"| {mib} MiB | {way} | {med(r['downtime'] for r in rs):.2f} s | "
+              f"{med(r['total'] for r in rs):.2f} s | {frozen} | "
+              f"{med(phase_seconds(r['report'], 'checkpoint+transfer') for r in rs):.2f} s | "
+              f"{med(phase_seconds(r['report'], 'restore') for r in rs):.2f} s |")
     print()
 
 

@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <poll.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -46,6 +48,16 @@ bool ChildProcess::try_wait(int* status) {
   if (r == 0) return false;
   pid_ = -1;
   return true;
+}
+
+bool ChildProcess::wait_for(std::chrono::milliseconds timeout, int* status) {
+  if (try_wait(status)) return true;
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
+  if (!pidfd) throw_errno("pidfd_open " + std::to_string(pid_));
+  struct pollfd p{pidfd.get(), POLLIN, 0};
+  int r = retry_eintr([&] { return ::poll(&p, 1, static_cast<int>(timeout.count())); });
+  if (r < 0) throw_errno("waiting for process " + std::to_string(pid_));
+  return try_wait(status);
 }
 
 void ChildProcess::kill_and_wait() {

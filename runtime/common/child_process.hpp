@@ -5,6 +5,7 @@
 #pragma once
 #include <sys/types.h>
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ class ChildProcess {
   int wait();
   // Non-blocking: true and *status set once the child has exited.
   bool try_wait(int* status);
+  // Waits at most timeout for the exit (a pidfd's poll: no sleep steps);
+  // true and *status set once the child has exited, false when it still
+  // runs. Throws Error with the errno of what failed.
+  bool wait_for(std::chrono::milliseconds timeout, int* status);
   // SIGKILL and reap; nothing when there is no child.
   void kill_and_wait();
   // Gives the child up: neither killed nor reaped by this object any more.

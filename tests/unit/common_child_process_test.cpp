@@ -147,6 +147,18 @@ TEST(ChildProcess, TryWaitSeesTheExit) {
   EXPECT_FALSE(child.running());
 }
 
+TEST(ChildProcess, WaitForReturnsAtTheExitOrTheTimeout) {
+  ChildProcess child = spawn({"sleep", "100"});
+  int status = 0;
+  EXPECT_FALSE(child.wait_for(std::chrono::milliseconds(20), &status));
+  EXPECT_TRUE(child.running());
+  ::kill(child.pid(), SIGTERM);
+  EXPECT_TRUE(child.wait_for(std::chrono::seconds(10), &status));
+  EXPECT_TRUE(WIFSIGNALED(status));
+  EXPECT_FALSE(child.running());
+  EXPECT_TRUE(child.wait_for(std::chrono::milliseconds(0), &status));  // nothing left to wait for
+}
+
 TEST(ChildProcess, KeepsOnlyTheFdsAskedFor) {
   int keep[2], drop[2];
   ASSERT_EQ(::pipe2(keep, O_CLOEXEC), 0);

@@ -26,6 +26,9 @@ constexpr size_t kPage = 4096;
 constexpr size_t kChunkPages = 64;          // read and hashed at a time
 constexpr size_t kMaxRunPages = 256;        // a data record's pages at most
 constexpr size_t kFlushAt = 1024 * 1024;    // buffered for the network
+// Sent in writes of kSmallRecord at most while a channel's congestion
+// window is still small (flush()).
+constexpr size_t kSlowStartBytes = 64 * 1024, kSmallRecord = 8 * 1024;
 
 size_t header_size(PageHeaderLayout l) { return l == PageHeaderLayout::Criu3 ? 24 : 32; }
 
@@ -341,7 +344,20 @@ int32_t PageDedupRelay::pass_answer(size_t len) {
 void PageDedupRelay::flush() {
   const std::string& wire = out_.wire();
   if (wire.empty()) return;
-  write_all(network_.get(), wire.data(), wire.size(), "sending pages");
+  // A channel's first bytes go in small writes, so in small TLS records
+  // (kernel TLS makes one per send, up to 16 KiB): a new connection may
+  // send 10 segments (~14 KiB) before its first ACK, and the receiver, whose
+  // TLS cannot hand on part of a record, holds that ACK back for its
+  // delayed-ACK timer (40 ms) while the record's tail waits on it. That was
+  // 40-50 ms of every round's close, the final one's in the frozen window
+  // (README.md, "A round's last pages, in small records").
+  size_t off = 0;
+  while (off < wire.size() && stats_.bytes_out + off < kSlowStartBytes) {
+    const size_t n = std::min(kSmallRecord, wire.size() - off);
+    write_all(network_.get(), wire.data() + off, n, "sending pages");
+    off += n;
+  }
+  if (off < wire.size()) write_all(network_.get(), wire.data() + off, wire.size() - off, "sending pages");
   stats_.bytes_out += wire.size();
   out_.clear();
 }

@@ -590,6 +590,48 @@ INSTANTIATE_TEST_SUITE_P(BothHeaderLayouts, PageDedupTest,
                                                                         : std::string("criu42");
                          });
 
+// A channel's first 64 KiB leave in writes of 8 KiB at most (kernel TLS
+// makes a record of each): a record larger than a new connection's first
+// flight stalls on the receiver's delayed ACK. After that, one write.
+TEST(PageDedupRelayWrites, AChannelsFirstBytesGoInSmallWritesTheRestInOne) {
+  int net[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, net), 0);
+  UniqueFd destination(net[1]);
+  CriuWrites w;
+  std::string data;
+  for (int i = 0; i < 40; ++i) data += page(static_cast<char>('a' + i % 26));
+  w.add(kPresent, 0, data).close();
+  std::vector<size_t> writes;
+  std::thread server([&] {
+    std::vector<char> buf(1 << 20);
+    for (size_t got = 0; got < w.bytes.size();) {
+      ssize_t n = ::recv(destination.get(), buf.data(), buf.size(), 0);
+      if (n <= 0) return;
+      writes.push_back(static_cast<size_t>(n));
+      got += static_cast<size_t>(n);
+    }
+    int32_t status = 0;
+    (void)!::send(destination.get(), &status, sizeof status, MSG_NOSIGNAL);
+  });
+  PageLedger ledger;
+  {
+    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout);
+    write_all(relay.criu_end(), w.bytes);
+    std::string answer(4, '\0');
+    EXPECT_TRUE(read_all(relay.criu_end(), answer.data(), 4));
+    relay.finish();
+  }
+  server.join();
+  ASSERT_GE(writes.size(), 2u);
+  size_t sent = 0;
+  for (size_t i = 0; i + 1 < writes.size(); ++i) {
+    EXPECT_LE(writes[i], 8u * 1024) << "write " << i;
+    sent += writes[i];
+  }
+  EXPECT_EQ(sent, 64u * 1024);  // then the rest at once
+  EXPECT_EQ(sent + writes.back(), w.bytes.size());
+}
+
 TEST(PageHeaderLayout, FollowsCriusVersion) {
   EXPECT_EQ(crx::migrate::page_header_layout(3, 17), PageHeaderLayout::Criu3);
   EXPECT_EQ(crx::migrate::page_header_layout(4, 1), PageHeaderLayout::Criu3);

@@ -2,9 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -271,10 +274,8 @@ class SwrkSession {
     // (child_'s destructor). Nothing may escape a destructor: a waitpid
     // that fails means the child is no longer ours to kill or reap.
     try {
-      if (child_.running()) {
-        int status;
-        for (int i = 0; i < 200 && !child_.try_wait(&status); ++i) ::usleep(10000);
-      }
+      int status;
+      if (child_.running()) child_.wait_for(std::chrono::seconds(2), &status);
     } catch (const Error& e) {
       log::warn("criu " + action_ + ": " + e.what());
       child_.release();
@@ -502,6 +503,18 @@ pid_t criu_restore(const RestoreOptions& o, const NotifyHandler& notify) {
   return resp->restore->pid;
 }
 
+namespace {
+
+// A network namespace by its inode (fd -1: none given, {0, 0}).
+std::pair<dev_t, ino_t> netns_id(int fd) {
+  if (fd < 0) return {0, 0};
+  struct stat st{};
+  if (::fstat(fd, &st) != 0) throw_errno("criu dump: the network namespace to run CRIU in");
+  return {st.st_dev, st.st_ino};
+}
+
+}  // namespace
+
 class StartedRestore::Session : public SwrkSession {
  public:
   using SwrkSession::SwrkSession;
@@ -541,6 +554,47 @@ pid_t StartedRestore::run(const RestoreOptions& o, const NotifyHandler& notify) 
   RespPtr resp = serve(*session, "restore", req, &o, notify);
   if (!resp->restore) throw Error("criu restore: CRIU sent no pid");
   return resp->restore->pid;
+}
+
+class StartedDump::Session : public SwrkSession {
+ public:
+  using SwrkSession::SwrkSession;
+};
+
+StartedDump::StartedDump(const Setup& s) : setup_(s) {
+  netns_ = netns_id(s.netns_fd);
+  session_ = std::make_unique<Session>("dump", s.inherit_fds, /*defer_verbs_resume=*/false,
+                                       /*die_with_us=*/false, s.output_fd, std::string(),
+                                       s.netns_fd);
+  // Its version, with keep_open: once the answer is here, CRIU is past its
+  // start-up and waits for the next request (cr_service_work).
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__VERSION;
+  req.has_keep_open = true;
+  req.keep_open = true;
+  serve(*session_, "dump", req, nullptr, {});
+}
+
+StartedDump::~StartedDump() = default;
+
+pid_t StartedDump::pid() const { return session_ ? session_->pid() : -1; }
+
+bool StartedDump::run(const DumpOptions& o, const NotifyHandler& notify) {
+  if (!session_) throw Error("criu dump: the waiting criu was used already", Cause::Invalid);
+  // Gone at the end, whatever happens: one request per child.
+  std::unique_ptr<Session> session = std::move(session_);
+  if (netns_id(o.criu_netns_fd) != netns_) return false;
+  OptsBuilder b;
+  b.dump(o);
+  for (int fd : b.child_fds)
+    if (std::find(setup_.inherit_fds.begin(), setup_.inherit_fds.end(), fd) ==
+        setup_.inherit_fds.end())
+      return false;
+  CriuReq req = CRIU_REQ__INIT;
+  req.type = CRIU_REQ_TYPE__DUMP;
+  req.opts = &b.opts;
+  serve(*session, "dump", req, &o, notify);
+  return true;
 }
 
 std::string criu_log_tail(std::string_view log, size_t max_lines) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "checkpoint/criu_options.hpp"
@@ -107,6 +108,47 @@ class StartedRestore {
  private:
   class Session;
   Setup setup_;
+  std::unique_ptr<Session> session_;
+};
+
+// criu_dump in two steps, StartedRestore's twin for a dump: `criu swrk`
+// exec'd now and asked its version with keep_open, so that when the
+// constructor returns CRIU has started up (loader, libraries, main) and
+// waits on its socket; run() sends the dump request, once, if it fits. A migration
+// starts it before the freeze: CRIU's exec and start-up are 0.1-0.15 s of
+// a TCG guest's frozen window otherwise (runtime/migrate/README.md, "The
+// final dump's CRIU, started and waiting"). What the child has from its
+// start is fixed here: the fds it inherits (the page channel), its
+// stdout/stderr and the network namespace it runs in. The child does not
+// die with us (CRIU must let go of the tasks it seized);
+// destroying this unused ends it (its socket closes, it exits; SIGKILL
+// after 2 s).
+class StartedDump {
+ public:
+  struct Setup {
+    std::vector<int> inherit_fds;  // inherited under their own numbers
+    int output_fd = -1;            // CRIU's stdout and stderr; -1: /dev/null
+    int netns_fd = -1;             // DumpOptions::criu_netns_fd; -1: ours
+  };
+  // Throws Error when CRIU does not start or does not answer.
+  explicit StartedDump(const Setup& s);
+  StartedDump(const StartedDump&) = delete;
+  StartedDump& operator=(const StartedDump&) = delete;
+  ~StartedDump();
+  // criu_dump's request on the waiting child, if the child fits it (the
+  // request names no fd the child did not inherit and wants CRIU in the
+  // namespace the child is in): true once run; false, and nothing done,
+  // when it does not fit (the dump is then criu_dump's, with a criu of its
+  // own). Either way the child is gone afterwards. Throws as criu_dump
+  // does, and Error (Cause::Invalid) when run twice.
+  bool run(const DumpOptions& opts, const NotifyHandler& notify = {});
+  // The waiting criu's pid; -1 once run.
+  pid_t pid() const;
+
+ private:
+  class Session;
+  Setup setup_;
+  std::pair<dev_t, ino_t> netns_{};
   std::unique_ptr<Session> session_;
 };
 

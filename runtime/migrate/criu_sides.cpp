@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "checkpoint/carried_state.hpp"
 #include "common/child_process.hpp"
@@ -269,6 +270,34 @@ UniqueFd CriuSource::criu_in_container_netns(checkpoint::DumpOptions& o) const {
   return fd;
 }
 
+void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
+  ready_dump_.reset();
+  ReadyDump r;
+  r.images_dir = images_dir;
+  r.page_fd = page_fd;
+  checkpoint::StartedDump::Setup s;
+  if (page_dedup_) {
+    r.relay_ends = PageDedupRelay::Ends::make();
+    s.inherit_fds.push_back(r.relay_ends->criu.get());
+  } else {
+    s.inherit_fds.push_back(page_fd);
+  }
+  UniqueFd work = open_dir(images_dir + ".work");
+  r.output.reset(::openat(work.get(), "dump.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  if (!r.output) throw_errno("open " + images_dir + ".work/dump.log");
+  s.output_fd = r.output.get();
+  if (!fresh_netns_.empty()) {
+    const std::string path = "/proc/" + std::to_string(src_.pid) + "/ns/net";
+    r.netns.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!r.netns) throw_errno("the network namespace of container " + id_ + " (" + path + ")");
+    s.netns_fd = r.netns.get();
+  }
+  r.criu = std::make_unique<checkpoint::StartedDump>(s);
+  log::debug("migrate: " + id_ + ": the final dump's CRIU waits (pid " +
+             std::to_string(r.criu->pid()) + ")");
+  ready_dump_ = std::move(r);
+}
+
 void CriuSource::write_carried_state(const std::string& images_dir,
                                      const NetnsAtFreeze& net) const {
   checkpoint::CarriedState c = checkpoint::carried_state_of(src_.state, src_.paused);
@@ -284,6 +313,11 @@ void CriuSource::run_dump(
   // Checking CRIU's parent pages is the page filter's work: without it, the
   // dump takes no parent and CRIU sends every page.
   const bool check_parent = parent_pages == ParentPages::Check && !parent.empty();
+  // The CRIU prepare_dump() started, if it was for this dump; whatever
+  // happens, it is used once or not at all.
+  std::optional<ReadyDump> ready = std::exchange(ready_dump_, std::nullopt);
+  if (ready && (!final_dump || ready->images_dir != images_dir || ready->page_fd != page_fd))
+    ready.reset();
   if (check_parent && !page_dedup_) parent.clear();
   const std::string work_dir = images_dir + ".work";  // CRIU's logs and stats-dump
   UniqueFd images = open_dir(images_dir);
@@ -318,13 +352,18 @@ void CriuSource::run_dump(
     if (check_parent) memory.emplace(container_pids(), src_.pid);
     int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) throw_errno("duplicating the page channel");
-    dedup.emplace(ledger_, UniqueFd(copy), page_layout_, !parent.empty(),
-                  memory ? &*memory : nullptr, zero_runs_);
+    dedup.emplace(ledger_, UniqueFd(copy), page_layout_,
+                  ready && ready->relay_ends ? std::move(*ready->relay_ends)
+                                             : PageDedupRelay::Ends::make(),
+                  !parent.empty(), memory ? &*memory : nullptr, zero_runs_);
     page_fd = dedup->criu_end();
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
   log::debug("migrate: " + id_ + ": CRIU's " + log + " begins");
-  criu_call(o, {});
+  // A CRIU started for another namespace (the comparison at the freeze
+  // found the namespace configured) is ended by run(); the dump then
+  // starts its own.
+  if (!ready || !ready->criu->run(o)) criu_call(o, {});
   log::debug("migrate: " + id_ + ": CRIU's " + log + " ended");
   if (dedup) last_round_.dedup = dedup->finish();
   last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);
@@ -391,6 +430,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
 }
 
 void CriuSource::resume() {
+  ready_dump_.reset();  // a rollback before the dump: that CRIU goes
   if (src_.paused) return;  // paused before the migration: stays paused
   checkpoint::thaw_container(g_, id_);
 }

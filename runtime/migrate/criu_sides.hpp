@@ -1,5 +1,7 @@
 // The real SourceSide/DestinationSide: CRIU and the crx runtime.
 #pragma once
+#include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -26,6 +28,9 @@ class CriuSource : public SourceSide {
   CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
              bool kill_exec = false);
   void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
+  // The final dump's `criu swrk` started and waiting (StartedDump), with
+  // the page filter's socket to CRIU made for it.
+  void prepare_dump(const std::string& images_dir, int page_fd) override;
   void freeze() override;
   void dump(const std::string& images_dir, const std::string& parent, int page_fd,
             ParentPages parent_pages) override;
@@ -78,6 +83,18 @@ class CriuSource : public SourceSide {
   // Points o at the container's network namespace for CRIU to run in (a
   // namespace moved as a new one); returns the fd o now refers to.
   UniqueFd criu_in_container_netns(checkpoint::DumpOptions& o) const;
+  // The final dump made ready before the freeze (prepare_dump): for
+  // images_dir and page_fd, CRIU in the container's network namespace when
+  // that is expected to move as a new one (check_netns decides in the
+  // window; where it decides otherwise, the dump starts a CRIU of its own).
+  struct ReadyDump {
+    std::string images_dir;
+    int page_fd = -1;
+    std::optional<PageDedupRelay::Ends> relay_ends;  // with the page filter
+    UniqueFd output;                                // CRIU's stdout/stderr: dump.log
+    UniqueFd netns;                                 // where CRIU runs, when not ours
+    std::unique_ptr<checkpoint::StartedDump> criu;
+  };
   // crx's carried state, with what check_netns() found.
   void write_carried_state(const std::string& images_dir, const NetnsAtFreeze& net) const;
   container::GlobalOptions g_;
@@ -90,6 +107,7 @@ class CriuSource : public SourceSide {
   // freeze; empty when the container has none of its own to compare (none,
   // one joined by path, --empty-ns network) or it could not be taken.
   std::string fresh_netns_;
+  std::optional<ReadyDump> ready_dump_;
   // What the destination's page images hold (page_dedup.hpp), kept across
   // this migration's rounds.
   bool page_dedup_ = true;

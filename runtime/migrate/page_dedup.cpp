@@ -78,15 +78,24 @@ PageHeaderLayout page_header_layout(unsigned major, unsigned minor) {
                                                    : PageHeaderLayout::Criu3;
 }
 
-PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
-                               bool criu_has_parent, TaskMemory* check_parent, bool zero_runs)
-    : ledger_(ledger), network_(std::move(network)), layout_(layout),
-      criu_has_parent_(criu_has_parent), check_parent_(check_parent), out_(zero_runs) {
+PageDedupRelay::Ends PageDedupRelay::Ends::make() {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
-  local_ = UniqueFd(sv[0]);
-  criu_ = UniqueFd(sv[1]);
+  return Ends{UniqueFd(sv[0]), UniqueFd(sv[1])};
+}
+
+PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
+                               bool criu_has_parent, TaskMemory* check_parent, bool zero_runs)
+    : PageDedupRelay(ledger, std::move(network), layout, Ends::make(), criu_has_parent,
+                     check_parent, zero_runs) {}
+
+PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
+                               Ends ends, bool criu_has_parent, TaskMemory* check_parent,
+                               bool zero_runs)
+    : ledger_(ledger), network_(std::move(network)), local_(std::move(ends.local)),
+      criu_(std::move(ends.criu)), layout_(layout), criu_has_parent_(criu_has_parent),
+      check_parent_(check_parent), out_(zero_runs) {
   thread_ = std::thread([this] { run(); });
 }
 

@@ -68,6 +68,16 @@ class PageDedupRelay {
   PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
                  bool criu_has_parent = true, TaskMemory* check_parent = nullptr,
                  bool zero_runs = false);
+  // The two sockets between CRIU and the relay, made before it: a CRIU
+  // started ahead of its request (checkpoint::StartedDump) inherits its end
+  // from the start.
+  struct Ends {
+    UniqueFd local, criu;
+    static Ends make();
+  };
+  PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout, Ends ends,
+                 bool criu_has_parent = true, TaskMemory* check_parent = nullptr,
+                 bool zero_runs = false);
   ~PageDedupRelay();
   PageDedupRelay(const PageDedupRelay&) = delete;
   PageDedupRelay& operator=(const PageDedupRelay&) = delete;

@@ -186,6 +186,12 @@ class Sender {
     if (final_round_ahead_) {
       clock_.begin("open final round");
       ahead = open_round(true);
+      // And what the dump can make ready on this side (its CRIU started
+      // and waiting); a lazy dump's CRIU is another call.
+      if (!o_.manifest.lazy) {
+        clock_.begin("prepare dump");
+        src_.prepare_dump(round_dir(round_), ahead->page_fd.get());
+      }
     }
     clock_.begin("freeze");
     frozen_at_ = Clock::now();
@@ -272,6 +278,9 @@ class Sender {
 
   RoundReport do_round(bool final) { return run_round(open_round(final)); }
 
+  // Where a round's images go.
+  std::string round_dir(int round) const { return o_.work_dir + "/" + std::to_string(round); }
+
   OpenRound open_round(bool final) {
     auto t0 = Clock::now();
     RoundStart start{round_, final, round_ > 1 ? "../" + std::to_string(round_ - 1) : ""};
@@ -301,7 +310,7 @@ class Sender {
     RoundReport r;
     r.round = start.round;
     r.final = final;
-    std::string dir = o_.work_dir + "/" + std::to_string(start.round);
+    std::string dir = round_dir(start.round);
     mkdir_p(dir, 0700);
     ImageStreamer streamer(*conn_, dir, std::to_string(start.round));
     streamer.start();

@@ -77,6 +77,12 @@ class SourceSide {
   // Memory to the connected page channel page_fd, other images into
   // images_dir; the container keeps running. parent: "../<round>" or "".
   virtual void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) = 0;
+  // Before the freeze, with the final round's page channel open: what the
+  // final dump() into images_dir on page_fd can make ready while the
+  // container runs (CriuSource: its CRIU started and waiting). dump() with
+  // other arguments, or no dump at all, discards it. Pure: a wrapper that
+  // forgot to forward it would put that work back into the frozen window.
+  virtual void prepare_dump(const std::string& images_dir, int page_fd) = 0;
   // Freezes the container (cgroup freezer): downtime starts.
   virtual void freeze() = 0;
   // The final dump; the container is left frozen, not killed.

@@ -1,11 +1,14 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "checkpoint/criu_options.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "common/error.hpp"
+#include "common/unique_fd.hpp"
+#include "../support/temp_dir.hpp"
 
 namespace {
 
@@ -74,6 +77,76 @@ TEST(CheckpointCriu, CriuThatExitsWithoutAnsweringIsReported) {
         << e.what();
   }
   set_criu_binary("criu");
+}
+
+// A DumpOptions whose only fd for CRIU is the page channel page_fd; its
+// images dir (where the request's CRIU config file goes) is images_fd.
+DumpOptions dump_to(int page_fd, int images_fd) {
+  DumpOptions o;
+  o.pid = 1;
+  o.images_dir_fd = images_fd;
+  o.page_server = PageServerTarget{"", 0, page_fd};
+  return o;
+}
+
+// A started dump's criu answered its version, so it waits; a request that
+// names an fd it did not inherit, or wants CRIU in another network
+// namespace, is not sent to it (run() is false), and either way the child
+// is gone after run().
+TEST(CheckpointCriu, StartedDumpRunsOnlyARequestItWasStartedFor) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  crx::UniqueFd a(sv[0]), b(sv[1]);
+  crx::test::TempDir images("crx-started-dump");
+  crx::UniqueFd dir(::open(images.path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  StartedDump::Setup s;
+  s.inherit_fds = {a.get()};
+  for (int unfit = 0; unfit < 2; ++unfit) {
+    StartedDump d(s);  // real criu
+    pid_t pid = d.pid();
+    ASSERT_GT(pid, 0);
+    EXPECT_EQ(::kill(pid, 0), 0);
+    DumpOptions o = dump_to(b.get(), dir.get());  // not inherited
+    crx::UniqueFd ns(::open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC));
+    ASSERT_TRUE(ns);
+    if (unfit == 1) {
+      o = dump_to(a.get(), dir.get());
+      o.criu_netns_fd = ns.get();  // started with none given
+    }
+    EXPECT_FALSE(d.run(o)) << unfit;
+    EXPECT_EQ(d.pid(), -1);
+    EXPECT_NE(::kill(pid, 0), 0);  // ended and reaped
+    try {
+      d.run(dump_to(a.get(), dir.get()));
+      FAIL();
+    } catch (const crx::Error& e) {
+      EXPECT_EQ(e.cause(), crx::Cause::Invalid);
+    }
+  }
+}
+
+TEST(CheckpointCriu, StartedDumpOfACriuThatDoesNotAnswerIsAnError) {
+  set_criu_binary("false");
+  try {
+    StartedDump d(StartedDump::Setup{});
+    FAIL();
+  } catch (const crx::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("criu dump failed: criu exited with status 1"),
+              std::string::npos)
+        << e.what();
+  }
+  set_criu_binary("criu");
+}
+
+TEST(CheckpointCriu, AnUnusedStartedDumpEndsItsCriu) {
+  pid_t pid;
+  {
+    StartedDump d(StartedDump::Setup{});
+    pid = d.pid();
+    ASSERT_GT(pid, 0);
+  }
+  EXPECT_NE(::kill(pid, 0), 0);  // exited and reaped
 }
 
 }  // namespace

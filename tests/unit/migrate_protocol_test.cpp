@@ -147,14 +147,27 @@ struct FakeSource : SourceSide {
     write_round(dir, parent, fd);
     if (cancel_during_pre_dump) cancel_during_pre_dump->store(true);
   }
+  // The dump prepared before the freeze: its dir and page channel, which
+  // dump() must then get.
+  std::vector<std::string> prepared_dumps;
+  int prepared_fd = -1;
+  void prepare_dump(const std::string& dir, int fd) override {
+    prepared_dumps.push_back(dir);
+    prepared_fd = fd;
+    if (events) events->add("source dump prepared");
+  }
   void freeze() override {
     ++freezes;
     if (events) events->add("source frozen");
     if (refuse_when_frozen)
       throw crx::Error("container c1 has 1 process outside its init's process tree");
   }
+  std::string dump_dir;  // the final dump's, and its page channel
+  int dump_fd = -1;
   void dump(const std::string& dir, const std::string& parent, int fd, ParentPages) override {
     ++dumps;
+    dump_dir = dir;
+    dump_fd = fd;
     if (fail_dump) throw crx::Error("criu dump failed: Error (criu/cr-dump.c:1): boom");
     write_round(dir, parent, fd);
     if (cancel_during_dump) cancel_during_dump->store(true);
@@ -799,6 +812,23 @@ TEST(MigrateProtocol, TheFinalRoundsChannelOpensBeforeTheFreeze) {
   EXPECT_EQ(h.src.destroys, 1);
 }
 
+// With the final round's channel open, before the freeze, the source makes
+// its dump ready (CriuSource: its CRIU started and waiting) for exactly the
+// dir and page channel the dump then gets.
+TEST(MigrateProtocol, TheFinalDumpIsPreparedBeforeTheFreezeForItsDirAndChannel) {
+  Harness h;
+  h.pre_copy = 1;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  ASSERT_EQ(h.src.prepared_dumps.size(), 1u);
+  EXPECT_EQ(h.src.prepared_dumps[0], h.src.dump_dir);
+  EXPECT_EQ(h.src.prepared_fd, h.src.dump_fd);
+  EXPECT_LT(h.events.at("source dump prepared"), h.events.at("source frozen"));
+  int prepare = phase_index(r.sender, "prepare dump");
+  EXPECT_GT(prepare, phase_index(r.sender, "open final round")) << r.sender.to_text();
+  EXPECT_LT(prepare, phase_index(r.sender, "freeze")) << r.sender.to_text();
+}
+
 // An older crx receive, by hand: it parses the manifest (ignoring what it
 // does not know) and accepts in the words it knew, saying neither "lazy"
 // nor "final_round_ahead"; then `then` goes on with the connection.
@@ -841,6 +871,7 @@ TEST(MigrateProtocol, AnOlderReceiverGetsTheFinalRoundAfterTheFreeze) {
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_EQ(src.resumes, 1);
   EXPECT_EQ(phase_index(rep, "open final round"), -1);
+  EXPECT_TRUE(src.prepared_dumps.empty());  // its channel opens in the window
   crx::remove_tree(root);
 }
 
@@ -1203,6 +1234,7 @@ TEST(MigrateLazy, ResumesBeforeTheMemoryAndDestroysTheSourceAfterTheLastPage) {
   ASSERT_EQ(r.sender.rounds.size(), 1u);
   EXPECT_TRUE(r.sender.rounds[0].final);
   EXPECT_EQ(h.src.lazy_dumps, 1);
+  EXPECT_TRUE(h.src.prepared_dumps.empty());  // a lazy dump's CRIU is its own
   EXPECT_EQ(h.dst.restored_core, "core of the lazy dump");
   // The destination ran before its memory was all there; the source went
   // only after the last page, never resumed.

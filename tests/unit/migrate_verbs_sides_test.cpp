@@ -81,6 +81,7 @@ struct FakeSource : SourceSide {
     write_file(dir + "/core-1.img", "x");
     (void)!::write(fd, "pages", 5);
   }
+  void prepare_dump(const std::string&, int) override { calls.add("prepare dump"); }
   void freeze() override { calls.add("freeze"); }
   void dump(const std::string& dir, const std::string& parent, int fd,
             ParentPages pages) override {

@@ -114,13 +114,13 @@ class StartedRestore {
 // criu_dump in two steps, StartedRestore's twin for a dump: `criu swrk`
 // exec'd now and asked its version with keep_open, so that when the
 // constructor returns CRIU has started up (loader, libraries, main) and
-// waits on its socket; run() sends the dump request, once, if it fits. A migration
-// starts it before the freeze: CRIU's exec and start-up are 0.1-0.15 s of
-// a TCG guest's frozen window otherwise (runtime/migrate/README.md, "The
-// final dump's CRIU, started and waiting"). What the child has from its
-// start is fixed here: the fds it inherits (the page channel), its
-// stdout/stderr and the network namespace it runs in. The child does not
-// die with us (CRIU must let go of the tasks it seized);
+// waits on its socket; run() sends the dump request, once, if it fits. A
+// migration starts it before the freeze: CRIU's exec and start-up are
+// ~0.1 s of a TCG guest's frozen window otherwise (runtime/migrate/
+// README.md, "The final dump's CRIU, started and waiting"). What the child
+// has from its start is fixed here: the fds it inherits (the page
+// channel), its stdout/stderr and the network namespace it runs in. The
+// child does not die with us (CRIU must let go of the tasks it seized);
 // destroying this unused ends it (its socket closes, it exits; SIGKILL
 // after 2 s).
 class StartedDump {

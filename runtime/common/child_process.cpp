@@ -53,7 +53,16 @@ bool ChildProcess::try_wait(int* status) {
 bool ChildProcess::wait_for(std::chrono::milliseconds timeout, int* status) {
   if (try_wait(status)) return true;
   UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0)));
-  if (!pidfd) throw_errno("pidfd_open " + std::to_string(pid_));
+  if (!pidfd) {
+    // A kernel before 5.3 has no pidfd_open: waitpid in 10 ms steps.
+    if (errno != ENOSYS) throw_errno("pidfd_open " + std::to_string(pid_));
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (!try_wait(status)) {
+      if (std::chrono::steady_clock::now() >= until) return false;
+      ::usleep(10000);
+    }
+    return true;
+  }
   struct pollfd p{pidfd.get(), POLLIN, 0};
   int r = retry_eintr([&] { return ::poll(&p, 1, static_cast<int>(timeout.count())); });
   if (r < 0) throw_errno("waiting for process " + std::to_string(pid_));

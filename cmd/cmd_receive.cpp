@@ -88,6 +88,7 @@ void register_receive(Cli& cli) {
       o.commit_timeout = std::chrono::seconds(cfg.timeout_seconds);
       o.lazy_timeout = std::chrono::seconds(cfg.timeout_seconds * 30);
       o.prepare_restore = cfg.prepare_restore;
+      o.fill_after_resume = cfg.fill_after_resume;
       migrate::CriuDestination criu(cli.global);
       rdma::SystemRdmaHost rdma_host;
       rdma::ContainerQps qps(cli.global);

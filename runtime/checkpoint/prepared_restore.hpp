@@ -56,6 +56,10 @@ class PreparedRestore {
   // Restores from images_dir (as restore_container; once). Returns the
   // restored init's pid. On error everything is removed before it throws.
   pid_t run(const std::string& images_dir, const std::function<void()>& hold);
+  // Before run(): the tasks' memory comes from a `criu lazy-pages` daemon
+  // listening in the work dir, through userfaultfd, instead of being copied
+  // in by the restore (RestoreFlags::lazy_pages, decided late).
+  void set_lazy_pages() { o_.lazy_pages = true; }
 
   // The criu waiting for the request (-1 once run); for tests and logs.
   pid_t criu_pid() const;

@@ -45,7 +45,7 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   check_keys(m, origin, "migration",
              {"listen", "key_file", "image_dir", "timeout_seconds", "insecure_plaintext", "pre_copy",
               "tls_cert_file", "tls_key_file", "tls_ca_file", "tls_peer_name",
-              "prepare_restore", "tls_cipher"});
+              "prepare_restore", "fill_after_resume", "tls_cipher"});
   if (m["listen"]) c.listen = get<std::string>(m["listen"], origin, "listen");
   if (m["key_file"]) c.key_file = get<std::string>(m["key_file"], origin, "key_file");
   if (m["image_dir"]) c.image_dir = get<std::string>(m["image_dir"], origin, "image_dir");
@@ -56,6 +56,16 @@ MigrateConfig parse_migrate_config(const std::string& text, const std::string& o
   }
   if (m["prepare_restore"])
     c.prepare_restore = get<bool>(m["prepare_restore"], origin, "prepare_restore");
+  if (m["fill_after_resume"]) {
+    std::string v = get<std::string>(m["fill_after_resume"], origin, "fill_after_resume");
+    if (v == "auto") c.fill_after_resume = FillAfterResume::Auto;
+    else if (v == "always") c.fill_after_resume = FillAfterResume::Always;
+    else if (v == "never") c.fill_after_resume = FillAfterResume::Never;
+    else
+      throw Error(origin + ": migration.fill_after_resume must be auto, always or never, not \"" +
+                      v + "\"",
+                  Cause::Invalid);
+  }
   if (m["insecure_plaintext"])
     c.insecure_plaintext = get<bool>(m["insecure_plaintext"], origin, "insecure_plaintext");
   for (auto [key, field] : {std::pair{"tls_cert_file", &c.tls_cert_file},

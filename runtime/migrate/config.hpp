@@ -19,6 +19,12 @@
 //                                   # before the freeze (README.md,
 //                                   # "Prepared restore"); false: at the
 //                                   # restore, in the downtime
+//     fill_after_resume: auto       # crx receive: resume a pre-copied
+//                                   # container before its pages are
+//                                   # copied in (README.md, "Pages filled
+//                                   # after the resume"): auto (from
+//                                   # kFillAfterResumeMinBytes on),
+//                                   # always, never
 //     pre_copy:
 //       max_rounds: 0               # crx migrate --pre-copy N, or auto
 //       min_shrink_percent: 20      # stop when a round shrinks less
@@ -26,6 +32,7 @@
 //
 // Every key is optional; command-line flags override what the file says.
 #pragma once
+#include <cstdint>
 #include <string>
 
 #include "migrate/tls_cipher.hpp"
@@ -46,6 +53,15 @@ struct PreCopyPolicy {
   double fixed_downtime_seconds = 2.0;
 };
 
+// Whether the destination resumes a pre-copied container before the pages
+// it received are copied into it (receiver.cpp).
+enum class FillAfterResume { Never, Auto, Always };
+
+// Auto: from this much memory to fill on (fill_plan.hpp). Below it CRIU's
+// copy in the restore costs less than the lazy-pages daemon's start in the
+// window (README.md, "Pages filled after the resume").
+inline constexpr uint64_t kFillAfterResumeMinBytes = 32ull << 20;
+
 struct MigrateConfig {
   std::string listen = "0.0.0.0:7070";
   std::string key_file = "/etc/crx/migrate.key";
@@ -60,6 +76,7 @@ struct MigrateConfig {
   // crx receive: the restore's cgroup, mounts and waiting CRIU are made
   // when the manifest is accepted, not after the final dump.
   bool prepare_restore = true;
+  FillAfterResume fill_after_resume = FillAfterResume::Auto;
 
   bool uses_certificates() const {
     return !tls_cert_file.empty() || !tls_key_file.empty() || !tls_ca_file.empty();

@@ -15,6 +15,7 @@ class CriuPreparedRestore : public PreparedRestore {
   CriuPreparedRestore(const container::GlobalOptions& g, const Manifest& m, const Acceptance& a,
                       const std::string& session_dir, const std::string& work_dir);
   int run(const std::string& images_dir, const std::function<void()>& hold) override;
+  void restore_pages_lazily() override { restore_.set_lazy_pages(); }
 
  private:
   static checkpoint::RestoreRequest request(const Manifest& m, const Acceptance& a,

@@ -30,6 +30,7 @@
 #include "spec/spec.hpp"
 #include "migrate/criu_prepared_restore.hpp"
 #include "migrate/destination_checks.hpp"
+#include "migrate/fill_plan.hpp"
 #include "migrate/lazy_pages.hpp"
 #include "migrate/manifest.hpp"
 #include "migrate/page_dedup.hpp"
@@ -463,16 +464,8 @@ Acceptance CriuDestination::accept(const Manifest& m) {
   check_not_older("CRIU", here.criu, m.criu_version);
   Acceptance a{m.bundle, false, false};
   if (m.lazy) {
-    // Post-copy restores through userfaultfd with CRIU's non-cooperative
-    // events (fork, mremap, unmap in the restored tasks); CRIU checks the
-    // kernel for both. Refused now rather than at the restore, after the
-    // source froze.
-    int status = -1;
-    try {
-      status = spawn({checkpoint::criu_binary(), "check", "--feature", "uffd-noncoop"}, {.quiet = true}).wait();
-    } catch (const std::exception&) {
-    }
-    if (status != 0)
+    // Refused now rather than at the restore, after the source froze.
+    if (!uffd_noncoop())
       throw Error("this destination cannot restore post-copy (--lazy): `criu check --feature "
                   "uffd-noncoop` fails here (a kernel without userfaultfd?)",
                   Cause::Unsupported);
@@ -504,6 +497,25 @@ Acceptance CriuDestination::accept(const Manifest& m) {
   return a;
 }
 
+bool CriuDestination::can_fill_after_resume() { return uffd_noncoop(); }
+
+bool CriuDestination::uffd_noncoop() {
+  // A restore through userfaultfd needs CRIU's non-cooperative events
+  // (fork, mremap, unmap in the restored tasks); CRIU checks the kernel
+  // for both.
+  if (!uffd_noncoop_) {
+    int status = -1;
+    try {
+      status = spawn({checkpoint::criu_binary(), "check", "--feature", "uffd-noncoop"},
+                     {.quiet = true})
+                   .wait();
+    } catch (const std::exception&) {
+    }
+    uffd_noncoop_ = status == 0;
+  }
+  return *uffd_noncoop_;
+}
+
 std::unique_ptr<PageSink> CriuDestination::start_page_server(const std::string& round_dir,
                                                              UniqueFd channel, bool zero_runs) {
   return std::make_unique<CriuPageSink>(round_dir, std::move(channel), zero_runs);
@@ -516,6 +528,18 @@ std::unique_ptr<LazyPages> CriuDestination::start_lazy_pages(const std::string& 
   // CRIU's restore connects to by its relative name.
   return std::make_unique<CriuLazyPages>(round_dir, work_dir, std::move(channel),
                                          std::chrono::seconds(30));
+}
+
+std::unique_ptr<LazyPages> CriuDestination::start_fill(const std::string& round_dir,
+                                                       const std::string& work_dir,
+                                                       uint64_t min_bytes) {
+  // The daemon's view of the round sits beside it, in the session dir.
+  std::string view = round_dir + ".fill";
+  FillPlan plan = plan_fill_after_resume(round_dir, view,
+                                         (min_bytes + kLazyPageSize - 1) / kLazyPageSize);
+  if (plan.pages == 0) return nullptr;
+  log::debug("filling " + std::to_string(plan.pages) + " pages after the resume");
+  return std::make_unique<CriuLazyPages>(view, work_dir, UniqueFd(), std::chrono::seconds(30));
 }
 
 std::unique_ptr<PreparedRestore> CriuDestination::prepare_restore(const Manifest& m,

@@ -123,7 +123,10 @@ class CriuDestination : public DestinationSide {
   Acceptance accept(const Manifest& m) override;
   std::unique_ptr<PageSink> start_page_server(const std::string& round_dir, UniqueFd channel,
                                               bool zero_runs) override;
+  bool can_fill_after_resume() override;
   // `criu lazy-pages` on the final round's images (lazy_pages.hpp).
+  std::unique_ptr<LazyPages> start_fill(const std::string& round_dir, const std::string& work_dir,
+                                        uint64_t min_bytes) override;
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                               const std::string& work_dir,
                                               UniqueFd channel) override;
@@ -138,6 +141,10 @@ class CriuDestination : public DestinationSide {
  private:
   container::GlobalOptions g_;
   std::set<std::string> restored_;
+  // A restore through userfaultfd (--lazy, the fill after the resume)
+  // works here: `criu check --feature uffd-noncoop`, asked once.
+  bool uffd_noncoop();
+  std::optional<bool> uffd_noncoop_;
 };
 
 }  // namespace crx::migrate

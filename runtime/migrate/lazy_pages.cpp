@@ -85,7 +85,7 @@ CriuLazyPages::CriuLazyPages(const std::string& images_dir, const std::string& w
                              UniqueFd channel, std::chrono::milliseconds start_timeout)
     : work_dir_(work_dir) {
   mkdir_p(work_dir, 0700);
-  if (is_kernel_tls_socket(channel.get())) {
+  if (channel && is_kernel_tls_socket(channel.get())) {
     relay_ = std::make_unique<PageRelay>(std::move(channel), PageRelay::Mode::Splice,
                                          PageRelay::OnEnd::Hold);
     channel = relay_->take_peer_end();
@@ -94,10 +94,17 @@ CriuLazyPages::CriuLazyPages(const std::string& images_dir, const std::string& w
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC) != 0) throw_errno("pipe for criu lazy-pages' status");
   UniqueFd status_r(sp[0]), status_w(sp[1]);
-  child_ = spawn({checkpoint::criu_binary(), "lazy-pages", "--images-dir", images_dir, "--work-dir", work_dir,
-                  "--page-server", "--ps-socket", std::to_string(channel.get()), "--status-fd",
-                  std::to_string(status_w.get()), "--log-file", kLogName, "-v4"},
-                 {.keep_fds = {channel.get(), status_w.get()}, .quiet = true});
+  std::vector<std::string> argv{checkpoint::criu_binary(), "lazy-pages", "--images-dir", images_dir,
+                                "--work-dir", work_dir, "--status-fd",
+                                std::to_string(status_w.get()), "--log-file", kLogName, "-v4"};
+  std::vector<int> keep{status_w.get()};
+  // Without a channel the daemon reads the images' own pages (and their
+  // parents'), as a local restore would.
+  if (channel) {
+    argv.insert(argv.end(), {"--page-server", "--ps-socket", std::to_string(channel.get())});
+    keep.push_back(channel.get());
+  }
+  child_ = spawn(argv, {.keep_fds = keep, .quiet = true});
   status_w.reset();
   pollfd pfd{status_r.get(), POLLIN, 0};
   int n = retry_eintr([&] { return ::poll(&pfd, 1, static_cast<int>(start_timeout.count())); });

@@ -4,7 +4,9 @@
 // tasks through userfaultfd: a page a task touches first is fetched at once
 // (on demand), the rest is pulled in the background once the restore is
 // done, until every page is in place; then the daemon tells the source's
-// page server so and exits.
+// page server so and exits. Without a channel the daemon reads the pages
+// from images_dir itself: the fill after the resume of a pre-copy
+// migration (fill_plan.hpp), whose pages are all here already.
 //
 // The page channel in kernel TLS reaches the daemon through a PageRelay (as
 // the page server's does: CRIU polls and reads with MSG_DONTWAIT, which a
@@ -37,7 +39,8 @@ class CriuLazyPages : public LazyPages {
  public:
   // Starts the daemon on images_dir (work_dir: where the restore will
   // connect to it, the restore's own work dir) and returns once it listens
-  // there. Throws Error with the tail of its log when it does not start.
+  // there; channel empty: the pages are images_dir's. Throws Error with
+  // the tail of its log when it does not start.
   CriuLazyPages(const std::string& images_dir, const std::string& work_dir, UniqueFd channel,
                 std::chrono::milliseconds start_timeout);
   ~CriuLazyPages() override;

@@ -59,6 +59,7 @@ std::string to_json(const Manifest& m) {
   if (m.rdma) j["rdma"] = rdma::to_json(*m.rdma);
   if (m.inventory) j["inventory"] = *m.inventory;
   if (m.lazy) j["lazy"] = true;
+  if (m.fill_after_resume) j["fill_after_resume"] = true;
   return j.dump();
 }
 
@@ -94,6 +95,7 @@ Manifest parse_manifest(const std::string& text) {
     m.inventory = j["inventory"];
   }
   m.lazy = opt<bool>(j, w, "lazy", false);
+  m.fill_after_resume = opt<bool>(j, w, "fill_after_resume", false);
   if (m.id.empty()) throw Error("malformed manifest frame: empty container id");
   return m;
 }
@@ -170,6 +172,7 @@ std::string to_json(const CommitAck& a) {
   add("verbs_restore", a.verbs_restore);
   add("verbs_resume", a.verbs_resume);
   add("criu_restore", a.criu_restore);
+  if (a.filling_after_resume) j["filling_after_resume"] = true;
   return j.dump();
 }
 
@@ -186,6 +189,7 @@ CommitAck parse_commit_ack(const std::string& text) {
   a.verbs_restore = get("verbs_restore");
   a.verbs_resume = get("verbs_resume");
   a.criu_restore = get("criu_restore");
+  a.filling_after_resume = opt<bool>(j, "commit-ack", "filling_after_resume", false);
   return a;
 }
 

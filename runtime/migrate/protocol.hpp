@@ -20,6 +20,13 @@
 // the destination's lazy-pages daemon is up, and after CommitAck:
 //                          R: LazyDone{stats}  (every page arrived; only
 //                                               now is the source destroyed)
+//
+// Filled after the resume (the manifest says the sender takes it, the
+// CommitAck says the receiver does it; README.md, "Pages filled after the
+// resume"): a pre-copy migration whose destination resumed the container
+// before copying the pages it holds into it. After CommitAck:
+//                          R: LazyDone{stats}  (every page in place; only
+//                                               now is the source destroyed)
 #pragma once
 #include <cstdint>
 #include <optional>
@@ -61,6 +68,10 @@ struct Manifest {
   // Post-copy (--lazy): resume on the destination before the memory
   // arrives; absent (false) from older senders.
   bool lazy = false;
+  // The sender waits for a LazyDone after a CommitAck that says
+  // filling_after_resume. Absent (false) from older senders: their
+  // receiver restores every page before the resume.
+  bool fill_after_resume = false;
 };
 
 struct Acceptance {
@@ -115,6 +126,9 @@ struct CommitAck {
   std::string verbs_restore;  // crx-verbs-restore.json, "" if none
   std::string verbs_resume;   // crx-verbs-resume.json, "" if none
   std::string criu_restore;   // CRIU's stats-restore as JSON (report.hpp), "" if none
+  // The container runs, but its pages are still being copied in from the
+  // destination's own images: LazyDone follows (Manifest::fill_after_resume).
+  bool filling_after_resume = false;
 };
 
 // CRIU's lazy pages move in pages of the machine's size: 4 KiB on the

@@ -10,6 +10,7 @@
 
 #include "common/error.hpp"
 #include "common/fs.hpp"
+#include "common/log.hpp"
 #include "migrate/image_stream.hpp"
 #include "migrate/ram_dir.hpp"
 #include "migrate/rootfs_stream.hpp"
@@ -61,6 +62,9 @@ class Receiver {
       accept_ = dest_.accept(manifest_);
       if (manifest_.lazy && !accept_.lazy)
         throw Error("this destination cannot restore post-copy (--lazy)", Cause::Unsupported);
+      may_fill_after_resume_ = o_.fill_after_resume != FillAfterResume::Never &&
+                               manifest_.fill_after_resume && !manifest_.lazy && !manifest_.rdma &&
+                               dest_.can_fill_after_resume();
       accept_.final_round_ahead = true;  // a Frozen frame tells when the window opens
       accept_.zero_runs = true;          // page channels may come in frames (zero_runs.hpp)
       make_session_dir();
@@ -85,10 +89,20 @@ class Receiver {
         // Killed before the daemon goes (below): its userfaultfd must
         // outlive the tasks, or their missing pages would read as zeros.
         dest_.discard(manifest_);
-        rep_.outcome = "lazy phase failed";
-        rep_.error = "the lazy phase failed after the container resumed here: " + rep_.error +
-                     "; it lacked memory that only the source had, so its copy here was killed "
-                     "(the source keeps it frozen as it was at the freeze)";
+        rep_.outcome = filling_ ? "fill failed" : "lazy phase failed";
+        rep_.error = filling_
+                         ? "filling the memory failed after the container resumed here: " +
+                               rep_.error +
+                               "; its copy here was killed (the source keeps it frozen as it "
+                               "was at the freeze)"
+                         : "the lazy phase failed after the container resumed here: " +
+                               rep_.error +
+                               "; it lacked memory that only the source had, so its copy here "
+                               "was killed (the source keeps it frozen as it was at the freeze)";
+      } else if (running_at_) {
+        // Every page in place, only the word to the source was lost: the
+        // container is this host's (the source stays frozen, in doubt).
+        rep_.outcome = "migrated";
       }
     }
     clock_.end();
@@ -269,16 +283,35 @@ class Receiver {
 
   // After the resume: the daemon fetches what the tasks fault on and
   // pulls the rest in the background; every page here means the source
-  // may go (LazyDone).
+  // may go (LazyDone). Filled after the resume: the same, from the
+  // images here.
   void lazy_phase() {
     lazy_phase_ = true;
-    clock_.begin("lazy pages");
+    clock_.begin(filling_ ? "fill after resume" : "lazy pages");
     LazyStats s = lazy_pages_->wait(o_.lazy_timeout);
     s.seconds = std::chrono::duration<double>(Clock::now() - *running_at_).count();
-    rep_.lazy = s;
+    (filling_ ? rep_.fill : rep_.lazy) = s;
     lazy_pages_.reset();
-    conn_.send(FrameType::LazyDone, to_json(s));
     lazy_phase_ = false;
+    conn_.send(FrameType::LazyDone, to_json(s));
+  }
+
+  // Leaves the pages the rounds brought to a lazy-pages daemon here, to be
+  // filled after the resume, when there are enough of them that CRIU's
+  // copy in the window costs more than the daemon's start. A plan that
+  // fails costs only that: images it rewrote restore as well with every
+  // page copied in (fill_plan.hpp).
+  void plan_fill(const std::string& images_dir) {
+    if (!may_fill_after_resume_) return;
+    uint64_t min = o_.fill_after_resume == FillAfterResume::Always ? 1 : kFillAfterResumeMinBytes;
+    try {
+      lazy_pages_ = dest_.start_fill(images_dir, work_dir(), min);
+    } catch (const std::exception& e) {
+      log::warn(std::string("restoring every page before the resume: ") + e.what());
+    }
+    if (!lazy_pages_) return;
+    prepared_->restore_pages_lazily();
+    filling_ = true;
   }
 
   // The sender's next connection must be this session's page channel.
@@ -306,6 +339,7 @@ class Receiver {
     // Not prepared ahead (migration.prepare_restore: false): all of it now,
     // in the frozen window.
     if (!prepared_) prepared_ = dest_.prepare_restore(manifest_, accept_, dir_, work_dir());
+    plan_fill(images_dir);
     restore_started_ = true;
     bool held = false;
     auto hold = [&] {
@@ -333,7 +367,9 @@ class Receiver {
     running_at_ = Clock::now();
     restore_started_ = false;  // it is ours now, even if the ack gets lost
     clock_.end();
-    conn_.send(FrameType::CommitAck, to_json(commit_ack(images_dir, rep_.criu_restore)));
+    CommitAck ack = commit_ack(images_dir, rep_.criu_restore);
+    ack.filling_after_resume = filling_;
+    conn_.send(FrameType::CommitAck, to_json(ack));
     if (lazy_pages_) lazy_phase();
   }
 
@@ -363,6 +399,8 @@ class Receiver {
   bool restore_started_ = false;
   bool final_seen_ = false;
   bool lazy_phase_ = false;  // resumed here, memory still coming
+  bool may_fill_after_resume_ = false;  // what the sender and this host allow
+  bool filling_ = false;                // this restore's pages come after the resume
   std::unique_ptr<PageSink> page_sink_;
   uint64_t page_sink_seen_ = 0;  // bytes_so_far() at the last time-out
   std::unique_ptr<PreparedRestore> prepared_;  // from the Accept (or the restore) on

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "migrate/auth.hpp"
+#include "migrate/config.hpp"
 #include "migrate/net.hpp"
 #include "migrate/report.hpp"
 #include "migrate/sides.hpp"
@@ -32,6 +33,10 @@ struct ReceiverOptions {
   // right after the manifest is accepted); false: at the restore, in the
   // frozen window (migration.prepare_restore: false; for comparison).
   bool prepare_restore = true;
+  // Resume a pre-copied container before the pages the rounds brought are
+  // copied into it; a local lazy-pages daemon fills them (README.md,
+  // "Pages filled after the resume"). migration.fill_after_resume.
+  FillAfterResume fill_after_resume = FillAfterResume::Auto;
   std::function<void(const std::string&)> progress;
 };
 

@@ -185,6 +185,32 @@ std::string lazy_text(const LazyStats& l) {
   return buf;
 }
 
+// "memory filled after the resume: 1.234 s, 256.0 MiB (65536 pages), 1.2
+// MiB of it on demand (300 pages, 310 faults)"
+std::string fill_text(const LazyStats& l) {
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "  memory filled after the resume: %.3f s, %s (%llu pages), %s of it on demand "
+                "(%llu pages, %llu faults)\n",
+                l.seconds, human_bytes(l.pages * kLazyPageSize).c_str(),
+                static_cast<unsigned long long>(l.pages),
+                human_bytes(l.on_demand_pages * kLazyPageSize).c_str(),
+                static_cast<unsigned long long>(l.on_demand_pages),
+                static_cast<unsigned long long>(l.faults));
+  return buf;
+}
+
+nlohmann::json lazy_json(const LazyStats& l) {
+  return {{"seconds", l.seconds},
+          {"bytes", l.bytes},
+          {"pages", l.pages},
+          {"on_demand_pages", l.on_demand_pages},
+          {"pushed_pages", l.pushed_pages()},
+          {"on_demand_bytes", l.on_demand_pages * kLazyPageSize},
+          {"pushed_bytes", l.pushed_pages() * kLazyPageSize},
+          {"faults", l.faults}};
+}
+
 }  // namespace
 
 std::string MigrationReport::to_text() const {
@@ -243,6 +269,7 @@ std::string MigrationReport::to_text() const {
     out += "\n";
   }
   if (lazy) out += lazy_text(*lazy);
+  if (fill) out += fill_text(*fill);
   if (criu_restore) {
     std::snprintf(buf, sizeof buf, "  CRIU's restore: %.3f s, forking %.3f s, %llu pages restored\n",
                   criu_restore->restore_seconds, criu_restore->forking_seconds,
@@ -354,16 +381,8 @@ std::string MigrationReport::to_json() const {
   if (!left_out.empty()) j["left_out"] = left_out;
   if (verbs) j["verbs"] = verbs_json(*verbs);
   if (criu_restore) j["criu_restore"] = criu_restore_json(*criu_restore);
-  if (lazy) {
-    j["lazy"] = {{"seconds", lazy->seconds},
-                 {"bytes", lazy->bytes},
-                 {"pages", lazy->pages},
-                 {"on_demand_pages", lazy->on_demand_pages},
-                 {"pushed_pages", lazy->pushed_pages()},
-                 {"on_demand_bytes", lazy->on_demand_pages * kLazyPageSize},
-                 {"pushed_bytes", lazy->pushed_pages() * kLazyPageSize},
-                 {"faults", lazy->faults}};
-  }
+  if (lazy) j["lazy"] = lazy_json(*lazy);
+  if (fill) j["fill_after_resume"] = lazy_json(*fill);
   return j.dump();
 }
 

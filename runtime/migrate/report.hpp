@@ -77,7 +77,7 @@ struct MigrationReport {
   std::string role;       // "sender" | "receiver"
   std::string id;
   std::string peer;
-  std::string outcome;    // "migrated" | "rolled back" | "in doubt" | "lazy phase failed"
+  std::string outcome;    // "migrated" | "rolled back" | "in doubt" | "lazy phase failed" | "fill failed"
   std::string error;      // why, when not migrated
   std::vector<PhaseTime> phases;
   std::vector<RoundReport> rounds;
@@ -103,6 +103,10 @@ struct MigrationReport {
   // Post-copy (--lazy): the lazy phase, from the resume on the destination
   // to the last page (the destination's numbers, sent in LazyDone).
   std::optional<LazyStats> lazy;
+  // Filled after the resume (a pre-copy migration): the destination's
+  // daemon copying the pages it received into the running container, from
+  // the resume to the last page (bytes: the pages; LazyDone).
+  std::optional<LazyStats> fill;
   // The destination's prepared restore (its "prepare" phase): done before
   // the freeze, out of the downtime; 0 when it was not prepared ahead (then
   // the receiver's "restore" phase holds it). The sender has it from the

@@ -62,7 +62,18 @@ class Sender {
     } catch (const std::exception& e) {
       clock_.end();
       rep_.error = e.what();
-      if (committing_ && !lazy_phase_) {
+      auto* error = dynamic_cast<const Error*>(&e);
+      if (filling_ && error && error->cause() == Cause::Peer) {
+        // The destination says its copy failed and is gone; the source
+        // has every page.
+        rep_.outcome = "fill failed";
+        rep_.error = "filling the memory of " + o_.manifest.id + " on " + o_.to.host +
+                     " failed after it resumed there: " + rep_.error +
+                     "; the destination killed its copy. The source stays frozen as it was at "
+                     "the freeze: `crx resume " + o_.manifest.id +
+                     "` runs it from there (what the destination's copy did since is lost), "
+                     "`crx delete -f " + o_.manifest.id + "` drops it";
+      } else if (committing_ && !lazy_phase_) {
         rep_.outcome = "in doubt";
         rep_.error += "; the source container stays frozen: check `crx state " + rep_.id +
                       "` on " + o_.to.host + ", then delete or resume it here";
@@ -129,6 +140,7 @@ class Sender {
     rep_.security = wire_security_name(o_.wire);
     Manifest m = o_.manifest;
     m.pre_copy_rounds = o_.pre_copy.adaptive ? kAutoMaxRounds : o_.pre_copy.max_rounds;
+    m.fill_after_resume = true;  // fill_phase()
     conn_->send(FrameType::Manifest, to_json(m));
     Acceptance a = parse_acceptance(conn_->expect(FrameType::Accept).payload);
     rep_.prepare_seconds = a.prepare_seconds;
@@ -226,8 +238,9 @@ class Sender {
     conn_->send(FrameType::Commit);
     Frame ack = conn_->expect(FrameType::CommitAck);
     running_again_at_ = Clock::now();
-    add_destination_notes(ack.payload);
+    bool filling = add_destination_notes(ack.payload);
     if (lazy_) lazy_phase();
+    else if (filling) fill_phase();
     clock_.begin("destroy source");
     try {
       src_.destroy();
@@ -253,6 +266,19 @@ class Sender {
     lazy_.reset();
     rep_.lazy = st;
     lazy_phase_ = false;
+  }
+
+  // Filled after the resume (README.md, "Pages filled after the resume"):
+  // the container runs on the destination while the pages it received are
+  // copied into it there. The source has all of them and stays frozen
+  // until that is done: a failure there leaves it to be resumed.
+  void fill_phase() {
+    filling_ = true;
+    clock_.begin("fill after resume");
+    conn_->set_timeout(o_.lazy_timeout);
+    rep_.fill = parse_lazy_done(conn_->expect(FrameType::LazyDone).payload);
+    conn_->set_timeout(o_.timeout);
+    filling_ = false;
   }
 
   // After a failure past the commit: the destination may still fetch pages
@@ -353,19 +379,22 @@ class Sender {
 
   // The destination's part of the report: CRIU's restore and the verbs
   // objects' (recreate, pin, resume). Committed already: a note that does
-  // not parse costs only the report.
-  void add_destination_notes(const std::string& payload) {
+  // not parse costs only the report. Returns whether the destination fills
+  // the memory after the resume (a LazyDone follows).
+  bool add_destination_notes(const std::string& payload) {
+    CommitAck a;
     try {
-      CommitAck a = parse_commit_ack(payload);
+      a = parse_commit_ack(payload);
       if (!a.criu_restore.empty())
         rep_.criu_restore = criu_restore_from_json(nlohmann::json::parse(a.criu_restore));
-      if (a.verbs_restore.empty() && a.verbs_resume.empty()) return;
+      if (a.verbs_restore.empty() && a.verbs_resume.empty()) return a.filling_after_resume;
       if (!rep_.verbs) rep_.verbs.emplace();
       if (!a.verbs_restore.empty()) rep_.verbs->restore = rdma::parse_verbs_restore_stats(a.verbs_restore);
       if (!a.verbs_resume.empty()) rep_.verbs->resume = rdma::parse_verbs_resume_stats(a.verbs_resume);
     } catch (const std::exception& e) {
       rep_.error = std::string("migrated; the destination's notes on its restore were unreadable: ") + e.what();
     }
+    return a.filling_after_resume;
   }
 
   void rollback(const std::string& reason) {
@@ -402,6 +431,7 @@ class Sender {
   bool needs_resume_ = false;
   bool committing_ = false;
   bool lazy_phase_ = false;  // resumed on the destination, pages in flight
+  bool filling_ = false;     // resumed on the destination, its pages copied in there
   std::unique_ptr<LazyDump> lazy_;
   std::optional<Clock::time_point> frozen_at_;
   std::optional<Clock::time_point> last_snapshot_;  // the last round's CRIU start

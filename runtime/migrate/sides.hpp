@@ -132,6 +132,9 @@ class PreparedRestore {
   // Restores from images_dir, once (DestinationSide::restore calls it).
   // `hold` as in DestinationSide::restore. Returns the restored init's pid.
   virtual int run(const std::string& images_dir, const std::function<void()>& hold) = 0;
+  // Before run(): the restore leaves the tasks' memory to the lazy-pages
+  // daemon (DestinationSide::start_lazy_pages) instead of copying it in.
+  virtual void restore_pages_lazily() = 0;
 };
 
 class DestinationSide {
@@ -160,12 +163,23 @@ class DestinationSide {
   // Removes whatever restore() left behind after a failure (state, cgroup).
   // Also after a failed lazy phase: it kills the running copy.
   virtual void discard(const Manifest& m) noexcept = 0;
+  // Whether restored tasks can take their memory through userfaultfd here
+  // (a pre-copy migration's pages filled after the resume).
+  virtual bool can_fill_after_resume() = 0;
   // --lazy: the lazy-pages daemon for the final round's images, its pages
   // coming over channel, listening in the restore's work_dir (the one given
   // to prepare_restore); returns once restore() can connect to it.
   virtual std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                                       const std::string& work_dir,
                                                       UniqueFd channel) = 0;
+  // Filled after the resume: decides which of the final round's pages the
+  // restore leaves to a lazy-pages daemon here, with the pages the rounds
+  // brought (fill_plan.hpp), and starts that daemon as start_lazy_pages
+  // does. nullptr, with nothing changed, when that would be less than
+  // min_bytes: the restore then copies every page itself.
+  virtual std::unique_ptr<LazyPages> start_fill(const std::string& round_dir,
+                                                const std::string& work_dir,
+                                                uint64_t min_bytes) = 0;
 };
 
 }  // namespace crx::migrate

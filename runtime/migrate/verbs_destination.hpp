@@ -25,8 +25,14 @@ class VerbsDestination : public DestinationSide {
                                               bool zero_runs) override {
     return inner_.start_page_server(round_dir, std::move(channel), zero_runs);
   }
-  // Post-copy is refused for verbs containers (receiver.cpp) before this;
-  // forwarded for every other container that comes through here.
+  // Post-copy, and pages filled after the resume, are refused for verbs
+  // containers (receiver.cpp) before this; forwarded for every other
+  // container that comes through here.
+  bool can_fill_after_resume() override { return inner_.can_fill_after_resume(); }
+  std::unique_ptr<LazyPages> start_fill(const std::string& round_dir, const std::string& work_dir,
+                                        uint64_t min_bytes) override {
+    return inner_.start_fill(round_dir, work_dir, min_bytes);
+  }
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                               const std::string& work_dir,
                                               UniqueFd channel) override {

@@ -72,6 +72,18 @@ TEST(MigrateConfig, PrepareRestoreIsOnUnlessSwitchedOff) {
             std::string::npos);
 }
 
+TEST(MigrateConfig, FillAfterResumeIsAutoUnlessSaid) {
+  using crx::migrate::FillAfterResume;
+  EXPECT_EQ(parse_migrate_config("", "x").fill_after_resume, FillAfterResume::Auto);
+  EXPECT_EQ(parse_migrate_config("migration:\n  fill_after_resume: never\n", "x").fill_after_resume,
+            FillAfterResume::Never);
+  EXPECT_EQ(parse_migrate_config("migration:\n  fill_after_resume: always\n", "x").fill_after_resume,
+            FillAfterResume::Always);
+  EXPECT_EQ(error_of("migration:\n  fill_after_resume: later\n"),
+            "/etc/crx/config.yaml: migration.fill_after_resume must be auto, always or never, not "
+            "\"later\"");
+}
+
 TEST(MigrateConfig, TlsCipherIsAutoUnlessOneIsNamed) {
   using crx::migrate::TlsCipher;
   EXPECT_EQ(parse_migrate_config("", "x").tls_cipher, TlsCipher::Auto);

@@ -217,6 +217,8 @@ struct FakeSource : SourceSide {
 
 // The destination's lazy-pages daemon: reads `want` bytes (all memory),
 // then lets go of the channel; or, failing, stops after half and throws.
+// Without a channel (filled after the resume), `want` bytes come from the
+// images here.
 struct FakeLazyPages : LazyPages {
   crx::UniqueFd fd;
   std::thread t;
@@ -225,6 +227,10 @@ struct FakeLazyPages : LazyPages {
   std::atomic<uint64_t> got{0};
   FakeLazyPages(crx::UniqueFd f, size_t want, bool fail_half, Events& e)
       : fd(std::move(f)), ev(e), fail(fail_half) {
+    if (!fd) {
+      got = want;
+      return;
+    }
     t = std::thread([this, want] {
       size_t goal = fail ? want / 2 : want;
       char buf[65536];
@@ -237,7 +243,8 @@ struct FakeLazyPages : LazyPages {
     });
   }
   LazyStats wait(std::chrono::milliseconds) override {
-    t.join();
+    if (t.joinable()) t.join();
+    if (fail && !fd) throw crx::Error("criu lazy-pages exited with status 1");
     if (fail) throw crx::Error("criu lazy-pages: the page channel broke");
     LazyStats s;
     s.bytes = got;
@@ -286,6 +293,7 @@ struct FakePreparedRestore : PreparedRestore {
   bool succeeded = false;
   explicit FakePreparedRestore(FakeDestination& dest);
   int run(const std::string& dir, const std::function<void()>& hold) override;
+  void restore_pages_lazily() override;
   ~FakePreparedRestore() override;
 };
 
@@ -303,8 +311,22 @@ struct FakeDestination : DestinationSide {
   std::string criu_stats;  // written as CRIU's stats-restore in the work dir
   Events* events = nullptr;
   bool can_lazy = true;     // e.g. no userfaultfd here: false
-  bool fail_lazy = false;   // the lazy phase breaks half-way
+  bool fail_lazy = false;   // the lazy phase (or the fill after the resume) breaks half-way
   size_t lazy_bytes = 1 << 20;
+  bool can_fill = true;          // userfaultfd here
+  bool fail_plan = false;        // the fill's plan cannot read the images
+  int restores_without_pages = 0;  // restore_pages_lazily() before run()
+  std::vector<std::string> fill_dirs;  // start_fill's round dirs
+  bool can_fill_after_resume() override { return can_fill; }
+  // The fill's plan left lazy_bytes to the daemon, or nothing below min.
+  std::unique_ptr<LazyPages> start_fill(const std::string& dir, const std::string& work,
+                                        uint64_t min_bytes) override {
+    EXPECT_EQ(work, work_dir);  // the daemon listens where the restore looks
+    fill_dirs.push_back(dir);
+    if (fail_plan) throw crx::Error("CRIU's image pagemap-1.img: a truncated entry", crx::Cause::Invalid);
+    if (lazy_bytes < min_bytes) return nullptr;
+    return std::make_unique<FakeLazyPages>(crx::UniqueFd(), lazy_bytes, fail_lazy, *events);
+  }
 
   Acceptance accept(const Manifest& man) override {
     if (man.id == "exists-here") throw crx::Error("container exists-here already exists");
@@ -373,6 +395,11 @@ int FakePreparedRestore::run(const std::string& dir, const std::function<void()>
   return pid;
 }
 
+void FakePreparedRestore::restore_pages_lazily() {
+  ++d.restores_without_pages;
+  if (d.events) d.events->add("restore leaves the pages to the daemon");
+}
+
 FakePreparedRestore::~FakePreparedRestore() {
   if (succeeded) return;
   ++d.released;
@@ -396,6 +423,8 @@ struct Harness {
   std::atomic<bool> cancel{false};
   bool lazy = false;      // crx migrate --lazy
   bool prepare_restore = true;  // migration.prepare_restore
+  FillAfterResume fill = FillAfterResume::Auto;  // migration.fill_after_resume
+  std::optional<crx::rdma::RdmaInventory> rdma;  // the container's verbs objects
   std::chrono::milliseconds receiver_timeout = 10s;
   Events events;
 
@@ -438,6 +467,7 @@ struct Harness {
     ro.timeout = receiver_timeout;
     ro.commit_timeout = 10s;
     ro.prepare_restore = prepare_restore;
+    ro.fill_after_resume = fill;
     auto receiver = std::async(std::launch::async, [&] {
       std::string peer;
       auto fd = listener.accept(10s, &peer);
@@ -451,6 +481,7 @@ struct Harness {
     so.manifest.bundle = "/bundles/" + id;
     so.manifest.config_sha256 = "00";
     so.manifest.lazy = lazy;
+    so.manifest.rdma = rdma;
     so.work_dir = root + "/src";
     so.pre_copy = PreCopyPolicy{pre_copy, 20};
     so.pre_copy.adaptive = pre_copy_auto;
@@ -1366,6 +1397,142 @@ TEST(MigrateLazy, AnOlderReceiverThatDoesNotSayLazyIsLeftBeforeTheFreeze) {
   EXPECT_EQ(src.freezes, 0);
   EXPECT_EQ(src.dumps, 0);
   crx::remove_tree(root);
+}
+
+// Pages filled after the resume (runtime/migrate/README.md): a pre-copy
+// migration whose destination resumes before copying the pages in.
+TEST(MigrateFillAfterResume, TheSourceGoesOnlyOnceTheDestinationFilledTheMemory) {
+  Harness h;
+  h.pre_copy = 1;
+  h.fill = FillAfterResume::Always;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "migrated") << r.receiver.error;
+  // The restore left the pages to a daemon on the final round's images
+  // (which link to round 1's), and the container ran before they were in.
+  EXPECT_EQ(h.dst.restores_without_pages, 1);
+  ASSERT_EQ(h.dst.fill_dirs.size(), 1u);
+  EXPECT_EQ(h.dst.fill_dirs[0], h.dst.session_dir + "/2");
+  EXPECT_EQ(h.dst.parent_link, "../1");
+  EXPECT_LT(h.events.at("restore leaves the pages to the daemon"),
+            h.events.at("destination resumed"));
+  EXPECT_LT(h.events.at("destination resumed"), h.events.at("destination has every page"));
+  // The source, which has every page, goes only after the last one is in.
+  EXPECT_LT(h.events.at("destination has every page"), h.events.at("source destroyed"));
+  EXPECT_EQ(h.src.resumes, 0);
+  EXPECT_EQ(h.src.destroys, 1);
+  EXPECT_EQ(h.dst.discards, 0);
+  // Both reports say so, with the destination's numbers; no lazy phase.
+  ASSERT_TRUE(r.sender.fill);
+  ASSERT_TRUE(r.receiver.fill);
+  EXPECT_FALSE(r.sender.lazy);
+  EXPECT_EQ(r.sender.fill->pages, 256u);
+  EXPECT_EQ(r.sender.fill->on_demand_pages, 3u);
+  std::string t = r.sender.to_text();
+  EXPECT_NE(t.find("memory filled after the resume: "), std::string::npos) << t;
+  EXPECT_NE(t.find("1.0 MiB (256 pages), 12.0 KiB of it on demand (3 pages, 4 faults)"),
+            std::string::npos)
+      << t;
+  std::string j = r.sender.to_json();
+  EXPECT_NE(j.find("\"fill_after_resume\":{"), std::string::npos) << j;
+  bool phase = false;
+  for (const auto& p : r.sender.phases) phase |= p.name == "fill after resume";
+  EXPECT_TRUE(phase);
+  // The fill is not downtime: the sender's window closed at the CommitAck.
+  EXPECT_FALSE(crx::path_exists(h.root + "/src"));
+}
+
+TEST(MigrateFillAfterResume, AFillThatFailsKillsTheCopyAndLeavesTheSourceFrozen) {
+  Harness h;
+  h.pre_copy = 1;
+  h.fill = FillAfterResume::Always;
+  h.dst.fail_lazy = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "fill failed") << r.sender.error;
+  EXPECT_NE(r.sender.error.find("exited with status 1"), std::string::npos) << r.sender.error;
+  EXPECT_NE(r.sender.error.find("crx resume c1"), std::string::npos) << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "fill failed") << r.receiver.error;
+  // Killed while the daemon still holds its userfaultfds: never a copy
+  // that reads zeros; the source neither resumed (that would rewind the
+  // container past what the destination's copy did) nor destroyed.
+  EXPECT_EQ(h.dst.discards, 1);
+  EXPECT_LT(h.events.at("destination copy killed"), h.events.at("lazy pages gone"));
+  EXPECT_EQ(h.src.resumes, 0);
+  EXPECT_EQ(h.src.destroys, 0);
+}
+
+TEST(MigrateFillAfterResume, EveryPageBeforeTheResumeWhenTheFillDoesNotApply) {
+  auto every_page_first = [](Harness& h, const char* why) {
+    Outcome r = h.run();
+    ASSERT_EQ(r.sender.outcome, "migrated") << why << ": " << r.sender.error;
+    EXPECT_EQ(h.dst.restores_without_pages, 0) << why;
+    EXPECT_FALSE(r.sender.fill) << why;
+    EXPECT_FALSE(r.receiver.fill) << why;
+    EXPECT_EQ(h.src.destroys, 1) << why;
+  };
+  {
+    // auto: the plan leaves 1 MiB to fill, under kFillAfterResumeMinBytes.
+    Harness h;
+    h.pre_copy = 1;
+    every_page_first(h, "auto, little memory");
+    EXPECT_EQ(h.dst.fill_dirs.size(), 1u);
+  }
+  {
+    // always: even that.
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = FillAfterResume::Always;
+    h.dst.lazy_bytes = 0;
+    every_page_first(h, "always, nothing to fill");
+  }
+  {
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = FillAfterResume::Never;
+    every_page_first(h, "never");
+  }
+  {
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = FillAfterResume::Always;
+    h.dst.can_fill = false;
+    every_page_first(h, "no userfaultfd here");
+    EXPECT_TRUE(h.dst.fill_dirs.empty());
+  }
+  {
+    // Pinned MRs are written by the NIC, which does not fault.
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = FillAfterResume::Always;
+    h.rdma.emplace();
+    h.rdma->contexts = 1;
+    h.rdma->devices = {"rxe0"};
+    every_page_first(h, "verbs objects");
+    EXPECT_TRUE(h.dst.fill_dirs.empty());
+  }
+  {
+    // A plan that fails is no failed migration: every page is copied in.
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = FillAfterResume::Always;
+    h.dst.fail_plan = true;
+    every_page_first(h, "a plan that fails");
+    EXPECT_EQ(h.dst.fill_dirs.size(), 1u);
+  }
+}
+
+TEST(MigrateFillAfterResume, NegotiationFields) {
+  Manifest m;
+  m.id = "c1";
+  EXPECT_FALSE(parse_manifest(to_json(m)).fill_after_resume);  // an older sender's
+  m.fill_after_resume = true;
+  EXPECT_TRUE(parse_manifest(to_json(m)).fill_after_resume);
+  CommitAck a;
+  EXPECT_FALSE(parse_commit_ack(to_json(a)).filling_after_resume);
+  EXPECT_FALSE(parse_commit_ack("").filling_after_resume);  // an older receiver's
+  a.filling_after_resume = true;
+  EXPECT_TRUE(parse_commit_ack(to_json(a)).filling_after_resume);
+  EXPECT_THROW(parse_commit_ack("{\"filling_after_resume\":1}"), crx::Error);
 }
 
 TEST(MigrateLazy, NegotiationFieldsAndLazyDoneParsing) {

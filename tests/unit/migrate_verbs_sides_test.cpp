@@ -116,9 +116,17 @@ struct FakePageSink : PageSink {
 // Nothing to prepare: the fake restore below does it all.
 struct NothingPrepared : crx::migrate::PreparedRestore {
   int run(const std::string&, const std::function<void()>&) override { return 0; }
+  // A verbs container's pinned pages must be in place before it resumes.
+  void restore_pages_lazily() override { ADD_FAILURE() << "pages left for after the resume"; }
 };
 
 struct FakeDestination : DestinationSide {
+  bool can_fill_after_resume() override { return true; }  // and yet (NothingPrepared)
+  std::unique_ptr<crx::migrate::LazyPages> start_fill(const std::string&, const std::string&,
+                                                      uint64_t) override {
+    ADD_FAILURE() << "a fill planned for verbs objects";
+    return nullptr;
+  }
   std::unique_ptr<crx::migrate::LazyPages> start_lazy_pages(const std::string&, const std::string&,
                                                             crx::UniqueFd) override {
     throw crx::Error("no post-copy here");
@@ -183,6 +191,7 @@ struct Harness {
     ro.image_root = root + "/dst";
     ro.timeout = 10s;
     ro.commit_timeout = 10s;
+    ro.fill_after_resume = crx::migrate::FillAfterResume::Always;  // never for verbs objects
     VerbsDestination vdst(dst, host, dst_qps);
     auto rx = std::async(std::launch::async, [&] {
       std::string peer;

@@ -215,9 +215,9 @@ class CheckpointTest(Base):
 
 class Receiving:
     """crx receive --once on g1, crx migrate c1 from g0."""
-    def start_receiver(self, tb, prefix=""):
+    def start_receiver(self, tb, prefix="", flags=""):
         h = tb.spawn(1, f"{prefix}{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
-                        f"--image-dir /run/crx-migrate --format json")
+                        f"--image-dir /run/crx-migrate --format json {flags}")
         wait_listening(tb, 1, PORT, "crx receive", h)
         return h
 

@@ -92,6 +92,49 @@ class LazyMigrateTest(Receiving, Base):
         self.assertEqual(after, list(range(len(after))), "the count restarted or skipped")
         self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
 
+    def test_pages_filled_after_the_resume_arrive_intact(self):
+        """runtime/migrate/README.md, "Pages filled after the resume": a
+        pre-copy migration whose destination resumes the container before
+        the pages the rounds brought are copied in; CRIU's lazy-pages daemon
+        fills them from the images there. The dirtier checks every page
+        again after the move, and the source goes only once all are in."""
+        tb = self.tb
+        self.start_dirtier()
+        self.sh(tb, 1, "printf 'migration:\\n  fill_after_resume: always\\n' > /tmp/fill.yaml")
+        rh = self.start_receiver(tb, flags="--config /tmp/fill.yaml")
+        rc, out, err = self.migrate(tb, "--pre-copy 1")
+        rrc, rout, rerr = tb.wait(rh, timeout=900)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        self.assertEqual(rrc, 0, rerr)
+        report = json.loads(out.strip().splitlines()[-1])
+        print("sender report:", report_line(report), flush=True)
+        print("fill:", json.dumps(report.get("fill_after_resume")), flush=True)
+        self.assertEqual(report["outcome"], "migrated")
+        # The memory crossed in the pre-copy round, before the freeze ...
+        rounds = report["rounds"]
+        self.assertEqual(len(rounds), 2, rounds)
+        self.assertGreaterEqual(rounds[0]["page_bytes"], (MIB - 1) << 20, rounds)
+        # ... and went into the tasks after the resume, from g1's images.
+        fill = report["fill_after_resume"]
+        self.assertGreaterEqual(fill["pages"] * 4096, (MIB - 1) << 20, fill)
+        self.assertNotIn("lazy", report)
+        names = [p["name"] for p in report["phases"]]
+        self.assertLess(names.index("commit"), names.index("fill after resume"), names)
+        self.assertLess(names.index("fill after resume"), names.index("destroy source"), names)
+        rreport = json.loads(rout.strip().splitlines()[-1])
+        self.assertEqual(rreport["fill_after_resume"]["pages"], fill["pages"])
+        # CRIU's restore copied no page of the heap: the daemon did.
+        self.assertLess(rreport["criu_restore"]["pages_restored"] * 4096, MIB << 19,
+                        rreport["criu_restore"])
+        self.assertEqual(tb.run(1, "pgrep -x criu")[0], 1, "criu left running on the destination")
+        # One copy, on g1, counting on with every page checked again.
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        c = self.log()
+        after = wait_for_count(self.log, c[-1] + 3, 300)
+        self.assertEqual(after, list(range(len(after))), "the count restarted or skipped")
+        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
     def test_link_lost_in_the_lazy_phase_kills_the_destination_copy_keeps_the_source_frozen(self):
         """README.md, "Post-copy": the destination's copy runs without part
         of its memory; when the link dies it is killed (before CRIU's daemon

@@ -171,13 +171,17 @@ def link_bandwidth(tb, mib=64, tool="sendfile"):
 # crx receive's config for the way "unprepared": the restore prepared in the
 # frozen window, as before the prepared restore (runtime/migrate/README.md).
 UNPREPARED_CONFIG = "/tmp/unprepared.yaml"
+# ... and for "no-fill": every page copied in by CRIU's restore, before the
+# resume, as before the fill after the resume (runtime/migrate/README.md).
+NO_FILL_CONFIG = "/tmp/no-fill.yaml"
 
 
-def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=False):
+def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=False, fill=True):
     set_size(tb, mib, cid)
     before = start_memhog(tb, tb.scratch, cid,
                           f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
-    config = "" if prepared else f"--config {UNPREPARED_CONFIG} "
+    config = ("" if prepared and fill else
+              f"--config {UNPREPARED_CONFIG} " if not prepared else f"--config {NO_FILL_CONFIG} ")
     # TLS by default; clear text on both ends for the "plaintext" way (what
     # the cipher costs under TCG: the runc way's copy is clear text). The
     # shared key authenticates the peers either way.
@@ -278,7 +282,7 @@ def print_criu_table(runs, sizes, floor_runs):
                     f"{med(c.get('restore', 0) for c in fl):.2f} s | "
                     f"{med(c.get('forking', 0) for c in fl):.3f} s |")
     for mib in sizes:
-        for way in ("crx", "base", "unprepared", "plaintext"):
+        for way in ("crx", "base", "unprepared", "no-fill", "plaintext"):
             cs = [c for c in (criu_times(r["report"]) for r in runs[way].get(mib, [])) if c]
             if not cs:
                 continue
@@ -328,6 +332,24 @@ def print_prepared_table(runs, sizes):
               f"{med(r['downtime'] for r in rs):.2f} s | {med(r['total'] for r in rs):.2f} s | "
               f"{med(phase_seconds(r['receiver'], 'prepare') for r in rs):.2f} s | "
               f"{med(phase_seconds(r['receiver'], 'restore') for r in rs):.2f} s |")
+    print()
+
+
+def print_fill_table(runs, sizes):
+    """crx (the pages filled after the resume where there are enough) against
+    crx with migration.fill_after_resume: never on the receiver: downtime,
+    the receiver's restore phase and the fill after the resume, medians."""
+    med = statistics.median
+    print("| memory | way | downtime | receiver restore (frozen) | fill after the resume | "
+          "CRIU's restore | total |")
+    print("|---|---|---|---|---|---|---|")
+    for mib, way, rs in runs_by_size(runs, sizes, ("crx", "no-fill")):
+        cr = [c["restore"] for c in (criu_times(r["report"]) for r in rs) if c]
+        print(f"| {mib} MiB | {'filled after the resume' if way == 'crx' else 'every page before'} | "
+              f"{med(r['downtime'] for r in rs):.2f} s | "
+              f"{med(phase_seconds(r['receiver'], 'restore') for r in rs):.2f} s | "
+              f"{med(phase_seconds(r['report'], 'fill after resume') for r in rs):.2f} s | "
+              f"{(f'{med(cr):.2f} s' if cr else '-')} | {med(r['total'] for r in rs):.2f} s |")
     print()
 
 
@@ -385,7 +407,8 @@ def main():
                     help="leave out crx migrate --lazy (post-copy), interleaved by default")
     ap.add_argument("--ways", default=None,
                     help="comma-separated ways to interleave (crx, runc, lazy, unprepared: crx "
-                         "with migration.prepare_restore false on the receiver, plaintext: crx "
+                         "with migration.prepare_restore false on the receiver, no-fill: crx "
+                         "with migration.fill_after_resume never on the receiver, plaintext: crx "
                          "with --insecure-plaintext on both ends, base: crx of --base-build); "
                          "default crx,runc,lazy "
                          "(crx,runc with --no-lazy)")
@@ -409,7 +432,8 @@ def main():
     base_crx = os.path.join(os.path.abspath(a.base_build), "crx") if a.base_build else None
     sizes = [int(x) for x in a.sizes.split(",")]
     runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {},
-            "lazy": {}, "unprepared": {}, "plaintext": {}, "base": {}, "baseline": [],
+            "lazy": {}, "unprepared": {}, "no-fill": {}, "plaintext": {}, "base": {},
+            "baseline": [],
             "floor": []}
     if base_crx:
         runs["base_build"] = base_crx
@@ -427,6 +451,7 @@ def main():
         for k in (0, 1):
             sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {KEY} > /tmp/key && chmod 600 /tmp/key")
         sh(tb, 1, f"printf 'migration:\\n  prepare_restore: false\\n' > {UNPREPARED_CONFIG}")
+        sh(tb, 1, f"printf 'migration:\\n  fill_after_resume: never\\n' > {NO_FILL_CONFIG}")
         if a.bandwidth_only:
             for _ in range(2):
                 for tool in ("sendfile", "pipe"):
@@ -468,10 +493,11 @@ def main():
                         detail = (f"[{phases(r['report'])}] lazy {lz.get('seconds', 0):.2f} s: "
                                   f"{lz.get('on_demand_pages', 0)} pages on demand, "
                                   f"{lz.get('pushed_pages', 0)} pushed")
-                    elif way in ("crx", "unprepared", "plaintext", "base"):
+                    elif way in ("crx", "unprepared", "no-fill", "plaintext", "base"):
                         r = crx_way(tb, base_crx if way == "base" else crx, mib, cid, a.pre_copy,
                                     a.crx_flags,
-                                    prepared=way != "unprepared", plaintext=way == "plaintext")
+                                    prepared=way != "unprepared", plaintext=way == "plaintext",
+                                    fill=way != "no-fill")
                         detail = (f"[{phases(r['report'])}] rounds " +
                                   ", ".join(f"{x['page_bytes'] >> 10} KiB"
                                             for x in r["report"]["rounds"]) +
@@ -497,7 +523,7 @@ def main():
         plot(runs, a.plot)
 
 
-WAYS = ("crx", "base", "unprepared", "plaintext", "lazy", "runc")
+WAYS = ("crx", "base", "unprepared", "no-fill", "plaintext", "lazy", "runc")
 
 
 def load_runs(path):
@@ -528,6 +554,8 @@ def report(runs):
           f"{runs['crx_flags']}\n")
     if runs["unprepared"]:
         print_prepared_table(runs, sizes)
+    if runs.get("no-fill"):
+        print_fill_table(runs, sizes)
     if runs["plaintext"]:
         print_plaintext_table(runs, sizes)
     if runs["base"]:
@@ -541,7 +569,7 @@ def report(runs):
               f"{med(r['restore'] for r in runs['floor']):.2f} s)")
     print()
     print_criu_table(runs, sizes, runs.get("floor") or [])
-    for way in ("crx", "base", "unprepared"):
+    for way in ("crx", "base", "unprepared", "no-fill"):
         if floor is not None and runs[way].get(sizes[0]):
             d = med(r["downtime"] for r in runs[way][sizes[0]])
             print(f"{sizes[0]} MiB {way}: downtime {d:.2f} s = {d / floor:.2f} x the floor "
@@ -590,6 +618,7 @@ def plot(runs, path):
     names = {"crx": "crx (prepared restore)", "unprepared": "crx (restore not prepared)",
              "plaintext": "crx, clear text (--insecure-plaintext)",
              "base": "crx of --base-build",
+             "no-fill": "crx, every page before the resume",
              "lazy": "crx --lazy (post-copy)", "runc": "runc way"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 5))
     for ax, key, title in ((axes[0], "downtime", "downtime"), (axes[1], "total", "total")):

@@ -57,16 +57,21 @@ class LazyMigrateTest(Receiving, Base):
         # Counting: all MIB MiB written once and checked at least once.
         wait_for_count(self.log, 3, 300)
 
-    def test_lazy_memory_arrives_intact_and_downtime_does_not_carry_it(self):
-        tb = self.tb
-        self.start_dirtier()
-        rh = self.start_receiver(tb)
-        rc, out, err = self.migrate(tb, "--lazy")
-        rrc, rout, rerr = tb.wait(rh, timeout=900)
+    def migrate_to(self, rh, flags):
+        """`crx migrate c1 <flags>` to the receiver rh, both exiting 0: the
+        sender's and the receiver's JSON reports."""
+        rc, out, err = self.migrate(self.tb, flags)
+        rrc, rout, rerr = self.tb.wait(rh, timeout=900)
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         report = json.loads(out.strip().splitlines()[-1])
         print("sender report:", report_line(report), flush=True)
+        return report, json.loads(rout.strip().splitlines()[-1])
+
+    def test_lazy_memory_arrives_intact_and_downtime_does_not_carry_it(self):
+        tb = self.tb
+        self.start_dirtier()
+        report, rreport = self.migrate_to(self.start_receiver(tb), "--lazy")
         print("lazy phase:", json.dumps(report.get("lazy")), flush=True)
         self.assertEqual(report["outcome"], "migrated")
         self.assertEqual(report["security"], "tls+ktls")
@@ -81,7 +86,6 @@ class LazyMigrateTest(Receiving, Base):
         self.assertGreater(lazy["pushed_pages"], 0, lazy)
         self.assertGreater(lazy["seconds"], 0, lazy)
         self.assertIn("lazy pages", [p["name"] for p in report["phases"]])
-        rreport = json.loads(rout.strip().splitlines()[-1])
         self.assertEqual(rreport["lazy"]["pages"], lazy["pages"])
         # Exactly one copy, on g1, counting on where it stopped with every
         # page checked again (a BAD line fails self.log()).
@@ -101,13 +105,8 @@ class LazyMigrateTest(Receiving, Base):
         tb = self.tb
         self.start_dirtier()
         self.sh(tb, 1, "printf 'migration:\\n  fill_after_resume: always\\n' > /tmp/fill.yaml")
-        rh = self.start_receiver(tb, flags="--config /tmp/fill.yaml")
-        rc, out, err = self.migrate(tb, "--pre-copy 1")
-        rrc, rout, rerr = tb.wait(rh, timeout=900)
-        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
-        self.assertEqual(rrc, 0, rerr)
-        report = json.loads(out.strip().splitlines()[-1])
-        print("sender report:", report_line(report), flush=True)
+        report, rreport = self.migrate_to(
+            self.start_receiver(tb, flags="--config /tmp/fill.yaml"), "--pre-copy 1")
         print("fill:", json.dumps(report.get("fill_after_resume")), flush=True)
         self.assertEqual(report["outcome"], "migrated")
         # The memory crossed in the pre-copy round, before the freeze ...
@@ -121,7 +120,6 @@ class LazyMigrateTest(Receiving, Base):
         names = [p["name"] for p in report["phases"]]
         self.assertLess(names.index("commit"), names.index("fill after resume"), names)
         self.assertLess(names.index("fill after resume"), names.index("destroy source"), names)
-        rreport = json.loads(rout.strip().splitlines()[-1])
         self.assertEqual(rreport["fill_after_resume"]["pages"], fill["pages"])
         # CRIU's restore copied no page of the heap: the daemon did.
         self.assertLess(rreport["criu_restore"]["pages_restored"] * 4096, MIB << 19,

@@ -303,6 +303,9 @@ class Receiver {
   // page copied in (fill_plan.hpp).
   void plan_fill(const std::string& images_dir) {
     if (!may_fill_after_resume_) return;
+    // Verbs objects made since the manifest, which listed none: their
+    // pinned memory must be in place before the resume, as for --lazy.
+    if (path_exists(images_dir + "/" + rdma::kVerbsDumpFile)) return;
     uint64_t min = o_.fill_after_resume == FillAfterResume::Always ? 1 : kFillAfterResumeMinBytes;
     try {
       lazy_pages_ = dest_.start_fill(images_dir, work_dir(), min);

@@ -162,6 +162,7 @@ struct FakeSource : SourceSide {
     if (refuse_when_frozen)
       throw crx::Error("container c1 has 1 process outside its init's process tree");
   }
+  bool verbs_at_final_dump = false;  // verbs objects made after the manifest
   std::string dump_dir;  // the final dump's, and its page channel
   int dump_fd = -1;
   void dump(const std::string& dir, const std::string& parent, int fd, ParentPages) override {
@@ -170,6 +171,8 @@ struct FakeSource : SourceSide {
     dump_fd = fd;
     if (fail_dump) throw crx::Error("criu dump failed: Error (criu/cr-dump.c:1): boom");
     write_round(dir, parent, fd);
+    if (verbs_at_final_dump)  // the verbs plugin's note: a context was dumped
+      crx::write_file(dir + "/crx-verbs-dump.json", R"({"contexts":1,"objects":{"pd":1}})");
     if (cancel_during_dump) cancel_during_dump->store(true);
   }
   void resume() override {
@@ -1508,6 +1511,16 @@ TEST(MigrateFillAfterResume, EveryPageBeforeTheResumeWhenTheFillDoesNotApply) {
     h.rdma->contexts = 1;
     h.rdma->devices = {"rxe0"};
     every_page_first(h, "verbs objects");
+    EXPECT_TRUE(h.dst.fill_dirs.empty());
+  }
+  {
+    // Verbs objects the manifest did not list (made during pre-copy): the
+    // final images say so.
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = FillAfterResume::Always;
+    h.src.verbs_at_final_dump = true;
+    every_page_first(h, "verbs objects made since the manifest");
     EXPECT_TRUE(h.dst.fill_dirs.empty());
   }
   {

@@ -98,8 +98,9 @@ CriuLazyPages::CriuLazyPages(const std::string& images_dir, const std::string& w
                                 "--work-dir", work_dir, "--status-fd",
                                 std::to_string(status_w.get()), "--log-file", kLogName, "-v4"};
   std::vector<int> keep{status_w.get()};
-  // Without a channel the daemon reads the images' own pages (and their
-  // parents'), as a local restore would.
+  // Without a channel the daemon reads the pages images in images_dir:
+  // a view without parents (fill_plan.hpp), since CRIU 3.17's daemon
+  // cannot answer a fault through a parent dump.
   if (channel) {
     argv.insert(argv.end(), {"--page-server", "--ps-socket", std::to_string(channel.get())});
     keep.push_back(channel.get());

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -1465,73 +1466,50 @@ TEST(MigrateFillAfterResume, AFillThatFailsKillsTheCopyAndLeavesTheSourceFrozen)
 }
 
 TEST(MigrateFillAfterResume, EveryPageBeforeTheResumeWhenTheFillDoesNotApply) {
-  auto every_page_first = [](Harness& h, const char* why) {
+  // A migration with one pre-copy round, `fill` on the receiver and what
+  // `setup` changes: every page copied in before the resume. Returns how
+  // often the fill was planned.
+  auto every_page_first = [](FillAfterResume fill, const char* why,
+                             const std::function<void(Harness&)>& setup) -> size_t {
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = fill;
+    setup(h);
     Outcome r = h.run();
-    ASSERT_EQ(r.sender.outcome, "migrated") << why << ": " << r.sender.error;
+    EXPECT_EQ(r.sender.outcome, "migrated") << why << ": " << r.sender.error;
     EXPECT_EQ(h.dst.restores_without_pages, 0) << why;
     EXPECT_FALSE(r.sender.fill) << why;
     EXPECT_FALSE(r.receiver.fill) << why;
     EXPECT_EQ(h.src.destroys, 1) << why;
+    return h.dst.fill_dirs.size();
   };
-  {
-    // auto: the plan leaves 1 MiB to fill, under kFillAfterResumeMinBytes.
-    Harness h;
-    h.pre_copy = 1;
-    every_page_first(h, "auto, little memory");
-    EXPECT_EQ(h.dst.fill_dirs.size(), 1u);
-  }
-  {
-    // always: even that.
-    Harness h;
-    h.pre_copy = 1;
-    h.fill = FillAfterResume::Always;
-    h.dst.lazy_bytes = 0;
-    every_page_first(h, "always, nothing to fill");
-  }
-  {
-    Harness h;
-    h.pre_copy = 1;
-    h.fill = FillAfterResume::Never;
-    every_page_first(h, "never");
-  }
-  {
-    Harness h;
-    h.pre_copy = 1;
-    h.fill = FillAfterResume::Always;
-    h.dst.can_fill = false;
-    every_page_first(h, "no userfaultfd here");
-    EXPECT_TRUE(h.dst.fill_dirs.empty());
-  }
-  {
-    // Pinned MRs are written by the NIC, which does not fault.
-    Harness h;
-    h.pre_copy = 1;
-    h.fill = FillAfterResume::Always;
-    h.rdma.emplace();
-    h.rdma->contexts = 1;
-    h.rdma->devices = {"rxe0"};
-    every_page_first(h, "verbs objects");
-    EXPECT_TRUE(h.dst.fill_dirs.empty());
-  }
-  {
-    // Verbs objects the manifest did not list (made during pre-copy): the
-    // final images say so.
-    Harness h;
-    h.pre_copy = 1;
-    h.fill = FillAfterResume::Always;
-    h.src.verbs_at_final_dump = true;
-    every_page_first(h, "verbs objects made since the manifest");
-    EXPECT_TRUE(h.dst.fill_dirs.empty());
-  }
-  {
-    // A plan that fails is no failed migration: every page is copied in.
-    Harness h;
-    h.pre_copy = 1;
-    h.fill = FillAfterResume::Always;
-    h.dst.fail_plan = true;
-    every_page_first(h, "a plan that fails");
-    EXPECT_EQ(h.dst.fill_dirs.size(), 1u);
-  }
+  auto as_is = [](Harness&) {};
+  // auto: the plan leaves 1 MiB to fill, under kFillAfterResumeMinBytes.
+  EXPECT_EQ(every_page_first(FillAfterResume::Auto, "auto, little memory", as_is), 1u);
+  // always: even that.
+  every_page_first(FillAfterResume::Always, "always, nothing to fill",
+                   [](Harness& h) { h.dst.lazy_bytes = 0; });
+  every_page_first(FillAfterResume::Never, "never", as_is);
+  EXPECT_EQ(every_page_first(FillAfterResume::Always, "no userfaultfd here",
+                             [](Harness& h) { h.dst.can_fill = false; }),
+            0u);
+  // Pinned MRs are written by the NIC, which does not fault.
+  EXPECT_EQ(every_page_first(FillAfterResume::Always, "verbs objects",
+                             [](Harness& h) {
+                               h.rdma.emplace();
+                               h.rdma->contexts = 1;
+                               h.rdma->devices = {"rxe0"};
+                             }),
+            0u);
+  // Verbs objects the manifest did not list (made during pre-copy): the
+  // final images say so.
+  EXPECT_EQ(every_page_first(FillAfterResume::Always, "verbs objects made since the manifest",
+                             [](Harness& h) { h.src.verbs_at_final_dump = true; }),
+            0u);
+  // A plan that fails is no failed migration: every page is copied in.
+  EXPECT_EQ(every_page_first(FillAfterResume::Always, "a plan that fails",
+                             [](Harness& h) { h.dst.fail_plan = true; }),
+            1u);
 }
 
 TEST(MigrateFillAfterResume, NegotiationFields) {

@@ -57,6 +57,17 @@ class LazyMigrateTest(Receiving, Base):
         # Counting: all MIB MiB written once and checked at least once.
         wait_for_count(self.log, 3, 300)
 
+    def one_copy_counting_on_g1(self):
+        """Exactly one copy, on g1, counting on where it stopped with every
+        page checked again (a BAD line fails self.log()); then removed."""
+        tb = self.tb
+        self.assertIsNone(self.state(tb, 0)[0])
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        c = self.log()
+        after = wait_for_count(self.log, c[-1] + 3, 300)
+        self.assertEqual(after, list(range(len(after))), "the count restarted or skipped")
+        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+
     def migrate_to(self, rh, flags):
         """`crx migrate c1 <flags>` to the receiver rh, both exiting 0: the
         sender's and the receiver's JSON reports."""
@@ -87,14 +98,7 @@ class LazyMigrateTest(Receiving, Base):
         self.assertGreater(lazy["seconds"], 0, lazy)
         self.assertIn("lazy pages", [p["name"] for p in report["phases"]])
         self.assertEqual(rreport["lazy"]["pages"], lazy["pages"])
-        # Exactly one copy, on g1, counting on where it stopped with every
-        # page checked again (a BAD line fails self.log()).
-        self.assertIsNone(self.state(tb, 0)[0])
-        self.assertEqual(self.state(tb, 1)[0], "running")
-        c = self.log()
-        after = wait_for_count(self.log, c[-1] + 3, 300)
-        self.assertEqual(after, list(range(len(after))), "the count restarted or skipped")
-        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+        self.one_copy_counting_on_g1()
 
     def test_pages_filled_after_the_resume_arrive_intact(self):
         """runtime/migrate/README.md, "Pages filled after the resume": a
@@ -125,13 +129,7 @@ class LazyMigrateTest(Receiving, Base):
         self.assertLess(rreport["criu_restore"]["pages_restored"] * 4096, MIB << 19,
                         rreport["criu_restore"])
         self.assertEqual(tb.run(1, "pgrep -x criu")[0], 1, "criu left running on the destination")
-        # One copy, on g1, counting on with every page checked again.
-        self.assertIsNone(self.state(tb, 0)[0])
-        self.assertEqual(self.state(tb, 1)[0], "running")
-        c = self.log()
-        after = wait_for_count(self.log, c[-1] + 3, 300)
-        self.assertEqual(after, list(range(len(after))), "the count restarted or skipped")
-        self.sh(tb, 1, f"{CRX} kill c1 KILL && sleep 1 && {CRX} delete c1", timeout=120)
+        self.one_copy_counting_on_g1()
 
     def test_link_lost_in_the_lazy_phase_kills_the_destination_copy_keeps_the_source_frozen(self):
         """README.md, "Post-copy": the destination's copy runs without part

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
+#include <linux/rtnetlink.h>
 #include <netlink/attr.h>
 #include <netlink/cache.h>
 #include <netlink/msg.h>
@@ -13,7 +14,9 @@
 #include <netlink/route/route.h>
 #include <netlink/route/rule.h>
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -23,7 +26,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <memory>
+#include <set>
+#include <span>
 #include <sstream>
 #include <string_view>
 #include <utility>
@@ -165,10 +171,13 @@ std::string unreadable(int err) {
 std::string read_fd(int fd) {
   // A sysctl gives its whole value to the first read that has room: no
   // second read for the end (490 files, a read is dear in a TCG guest).
+  // From the start, whatever was read before: a NetnsWatch reads its
+  // sysctl fds again at the freeze.
   std::string out;
   char buf[4096];
   for (;;) {
-    ssize_t n = retry_eintr([&] { return ::read(fd, buf, sizeof buf); });
+    ssize_t n = retry_eintr(
+        [&] { return ::pread(fd, buf, sizeof buf, static_cast<off_t>(out.size())); });
     if (n < 0) return unreadable(errno);
     out.append(buf, static_cast<size_t>(n));
     if (static_cast<size_t>(n) < sizeof buf) break;
@@ -208,10 +217,13 @@ bool volatile_sysctl(const std::string& name) {
   return name.ends_with("/nf_conntrack_count") || name.ends_with("/tcp_fastopen_key");
 }
 
-// The sysctls below dir (a path under /proc/sys, relative: "net"), read
-// through the directory's fd: readdir's type, no stat, no path walk per
-// file (~490 files in a new namespace, each syscall dear under TCG).
-void add_sysctls_in(int parent, const std::string& dir, std::vector<std::string>& out) {
+// Calls fn(dir_fd, name, path) for each sysctl file below dir (a path under
+// /proc/sys, relative: "net"; path is the file's, name its last part),
+// listed through the directories' fds: readdir's type, no stat, no path
+// walk per file (~490 files in a new namespace, each syscall dear under
+// TCG). Volatile ones are left out.
+using SysctlVisit = std::function<void(int dir_fd, const std::string& name, const std::string& path)>;
+void for_each_sysctl_in(int parent, const std::string& dir, const SysctlVisit& fn) {
   int dfd = ::openat(parent, dir.substr(dir.rfind('/') + 1).c_str(),
                      O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) throw_errno("network namespace: listing /proc/sys/" + dir);
@@ -231,19 +243,50 @@ void add_sysctls_in(int parent, const std::string& dir, std::vector<std::string>
       continue;
     }
     if (e->d_type != DT_REG || volatile_sysctl(path)) continue;
-    UniqueFd fd(::openat(dirfd(d.get()), name.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd && errno == EACCES) continue;  // write-only (as root: the mode says so)
-    std::string v = fd ? read_fd(fd.get()) : unreadable(errno);
-    while (!v.empty() && v.back() == '\n') v.pop_back();
-    out.push_back("sysctl " + path + " = " + v);
+    fn(dirfd(d.get()), name, path);
   }
-  for (const auto& s : subdirs) add_sysctls_in(dirfd(d.get()), s, out);
+  for (const auto& s : subdirs) for_each_sysctl_in(dirfd(d.get()), s, fn);
+}
+
+void for_each_sysctl(const SysctlVisit& fn) {
+  UniqueFd sys(::open("/proc/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!sys) throw_errno("network namespace: opening /proc/sys");
+  for_each_sysctl_in(sys.get(), "net", fn);
+}
+
+// A sysctl's line of the fingerprint, its value read from fd (or why it
+// could not be opened: open_errno).
+std::string sysctl_line(const std::string& path, int fd, int open_errno) {
+  std::string v = fd >= 0 ? read_fd(fd) : unreadable(open_errno);
+  while (!v.empty() && v.back() == '\n') v.pop_back();
+  return "sysctl " + path + " = " + v;
+}
+
+// Opens a sysctl file for reading; -1 and errno EACCES for a write-only one
+// (as root: the mode says so), which has no line.
+UniqueFd open_sysctl(int dir_fd, const std::string& name) {
+  return UniqueFd(::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC));
+}
+
+// A sysctl's line, its file opened now; none for a write-only one.
+void add_sysctl_opened(int dir_fd, const std::string& name, const std::string& path,
+                       std::vector<std::string>& out) {
+  UniqueFd fd = open_sysctl(dir_fd, name);
+  if (!fd && errno == EACCES) return;
+  out.push_back(sysctl_line(path, fd.get(), errno));
 }
 
 void add_sysctls(std::vector<std::string>& out) {
-  UniqueFd sys(::open("/proc/sys", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!sys) throw_errno("network namespace: opening /proc/sys");
-  add_sysctls_in(sys.get(), "net", out);
+  for_each_sysctl([&](int dir_fd, const std::string& name, const std::string& path) {
+    add_sysctl_opened(dir_fd, name, path, out);
+  });
+}
+
+std::string joined_sorted(std::vector<std::string> lines) {
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (auto& l : lines) out += l + "\n";
+  return out;
 }
 
 std::string fingerprint_here() {
@@ -252,10 +295,7 @@ std::string fingerprint_here() {
   add_nftables(lines);
   add_legacy_tables(lines);
   add_sysctls(lines);
-  std::sort(lines.begin(), lines.end());
-  std::string out;
-  for (auto& l : lines) out += l + "\n";
-  return out;
+  return joined_sorted(std::move(lines));
 }
 
 }  // namespace
@@ -324,22 +364,136 @@ std::pair<std::string, NetSysctls> split_fingerprint(const std::string& fp) {
   return {config, sysctls};
 }
 
+// A fingerprint of the namespace this thread is in, against a fresh one's
+// (asks the namespace which of its sysctls it would let be written).
+NetnsComparison compared_here(const std::string& fingerprint, const std::string& fresh) {
+  NetnsComparison out;
+  auto [config, sysctls] = split_fingerprint(fingerprint);
+  auto [fresh_config, fresh_sysctls] = split_fingerprint(fresh);
+  out.config_difference = fingerprint_difference(config, fresh_config);
+  for (auto& [path, value] : sysctls) {
+    auto f = fresh_sysctls.find(path);
+    if (f != fresh_sysctls.end() && f->second == value) continue;
+    if (value.starts_with("!")) continue;  // unreadable here: nothing to carry
+    if (::access(("/proc/sys/" + path).c_str(), W_OK) != 0) continue;  // the kernel's own
+    out.changed_sysctls[path] = value;
+  }
+  return out;
+}
+
+// The rtnetlink groups whose notifications announce a change to what
+// add_rtnetlink dumps: links, addresses, routes of every family and table
+// (and the nexthop objects they may use), rules.
+constexpr int kRouteGroups[] = {
+    RTNLGRP_LINK,       RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE,
+    RTNLGRP_IPV6_ROUTE, RTNLGRP_IPV4_MROUTE, RTNLGRP_IPV6_MROUTE, RTNLGRP_MPLS_ROUTE,
+    RTNLGRP_NEXTHOP,    RTNLGRP_IPV4_RULE,   RTNLGRP_IPV6_RULE,
+};
+
+// A netlink socket of this thread's namespace that receives groups'
+// notifications, without blocking.
+Sock subscribed(int protocol, std::span<const int> groups, const char* what) {
+  Sock s = connected(protocol, what);
+  for (int g : groups)
+    if (int rc = nl_socket_add_membership(s.get(), g); rc < 0)
+      throw_nl(std::string(what) + ": subscribing to group " + std::to_string(g), rc);
+  if (int rc = nl_socket_set_nonblocking(s.get()); rc < 0) throw_nl(what, rc);
+  return s;
+}
+
+// Whether s holds a notification, or lost some (ENOBUFS: its queue
+// overflowed). Any other answer cannot tell, so counts as one.
+bool notified(nl_sock* s) {
+  char c;
+  ssize_t n = retry_eintr([&] { return ::recv(nl_socket_get_fd(s), &c, 1, MSG_DONTWAIT | MSG_PEEK); });
+  return n >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK);
+}
+
+std::pair<dev_t, ino_t> identity(int fd, const std::string& what) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw_errno(what);
+  return {st.st_dev, st.st_ino};
+}
+
 }  // namespace
 
 NetnsComparison compare_netns_with_fresh(pid_t pid, const std::string& fresh) {
   UniqueFd ns = netns_of(pid);
   NetnsComparison out;
-  in_netns(ns.get(), [&] {
-    auto [config, sysctls] = split_fingerprint(fingerprint_here());
-    auto [fresh_config, fresh_sysctls] = split_fingerprint(fresh);
-    out.config_difference = fingerprint_difference(config, fresh_config);
-    for (auto& [path, value] : sysctls) {
-      auto f = fresh_sysctls.find(path);
-      if (f != fresh_sysctls.end() && f->second == value) continue;
-      if (value.starts_with("!")) continue;  // unreadable here: nothing to carry
-      if (::access(("/proc/sys/" + path).c_str(), W_OK) != 0) continue;  // the kernel's own
-      out.changed_sysctls[path] = value;
+  in_netns(ns.get(), [&] { out = compared_here(fingerprint_here(), fresh); });
+  return out;
+}
+
+struct NetnsWatch::State {
+  pid_t pid = 0;
+  UniqueFd netns;
+  std::pair<dev_t, ino_t> netns_id;
+  Sock route, nft;
+  // The rtnetlink and nftables lines, read after the subscriptions.
+  std::vector<std::string> config;
+  // The sysctl files kept open, by path; and those found write-only.
+  std::map<std::string, UniqueFd> sysctls;
+  std::set<std::string> write_only;
+};
+
+NetnsWatch::NetnsWatch(pid_t pid) : s_(std::make_unique<State>()) {
+  s_->pid = pid;
+  s_->netns = netns_of(pid);
+  s_->netns_id = identity(s_->netns.get(), "the container's network namespace");
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) != 0) throw_errno("getrlimit(RLIMIT_NOFILE)");
+  const size_t budget = nofile.rlim_cur == RLIM_INFINITY ? SIZE_MAX : nofile.rlim_cur / 2;
+  in_netns(s_->netns.get(), [&] {
+    // Subscribed first: whatever changes after this is announced, so
+    // the configuration read below is either current at the freeze or
+    // read again then.
+    s_->route = subscribed(NETLINK_ROUTE, kRouteGroups, "network namespace: rtnetlink notifications");
+    constexpr int kNftGroups[] = {NFNLGRP_NFTABLES};
+    s_->nft = subscribed(NETLINK_NETFILTER, kNftGroups, "network namespace: nftables notifications");
+    add_rtnetlink(s_->config);
+    add_nftables(s_->config);
+    for_each_sysctl([&](int dir_fd, const std::string& name, const std::string& path) {
+      if (s_->sysctls.size() >= budget) return;
+      UniqueFd fd = open_sysctl(dir_fd, name);
+      if (fd)
+        s_->sysctls.emplace(path, std::move(fd));
+      else if (errno == EACCES)
+        s_->write_only.insert(path);
+    });
+  });
+}
+
+NetnsWatch::~NetnsWatch() = default;
+NetnsWatch::NetnsWatch(NetnsWatch&&) noexcept = default;
+NetnsWatch& NetnsWatch::operator=(NetnsWatch&&) noexcept = default;
+
+size_t NetnsWatch::sysctls_kept() const { return s_->sysctls.size(); }
+
+NetnsComparison NetnsWatch::compare(const std::string& fresh) const {
+  UniqueFd now = netns_of(s_->pid);
+  if (identity(now.get(), "the container's network namespace") != s_->netns_id)
+    return compare_netns_with_fresh(s_->pid, fresh);
+  NetnsComparison out;
+  in_netns(s_->netns.get(), [&] {
+    std::vector<std::string> lines;
+    const bool changed = notified(s_->route.get()) || notified(s_->nft.get());
+    if (changed) {
+      add_rtnetlink(lines);
+      add_nftables(lines);
+    } else {
+      lines = s_->config;
     }
+    add_legacy_tables(lines);
+    for_each_sysctl([&](int dir_fd, const std::string& name, const std::string& path) {
+      if (s_->write_only.contains(path)) return;
+      if (auto kept = s_->sysctls.find(path); kept != s_->sysctls.end()) {
+        lines.push_back(sysctl_line(path, kept->second.get(), 0));
+        return;
+      }
+      add_sysctl_opened(dir_fd, name, path, lines);  // appeared since, or not kept
+    });
+    out = compared_here(joined_sorted(std::move(lines)), fresh);
+    out.config_read_ahead = !changed;
   });
   return out;
 }

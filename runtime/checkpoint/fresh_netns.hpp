@@ -16,6 +16,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -54,8 +55,40 @@ using NetSysctls = std::map<std::string, std::string>;
 struct NetnsComparison {
   std::optional<std::string> config_difference;
   NetSysctls changed_sysctls;
+  // The configuration was the one a NetnsWatch read before: no change to
+  // it was announced since (else it was read again).
+  bool config_read_ahead = false;
 };
 NetnsComparison compare_netns_with_fresh(pid_t pid, const std::string& fresh);
+
+// compare_netns_with_fresh in two steps, so that what needs no frozen
+// container is done before the freeze (README.md, "Compared at the freeze,
+// read before it"). The constructor, while the container runs, subscribes
+// to the namespace's rtnetlink and nftables change notifications, then
+// reads its configuration and opens its sysctl files. compare(), at the
+// freeze, reads the configuration again only if a notification came (or
+// some were lost), the legacy tables anew, and every sysctl through the
+// fd kept for it (one pread instead of a path lookup, an open and a
+// close); a sysctl file that appeared since is opened then. Throws Error
+// with the errno of what failed.
+class NetnsWatch {
+ public:
+  explicit NetnsWatch(pid_t pid);
+  ~NetnsWatch();
+  NetnsWatch(NetnsWatch&&) noexcept;
+  NetnsWatch& operator=(NetnsWatch&&) noexcept;
+
+  // As compare_netns_with_fresh(pid, fresh), now. A pid that joined
+  // another namespace since is compared from scratch.
+  NetnsComparison compare(const std::string& fresh) const;
+  // The sysctl files kept open (at most half of RLIMIT_NOFILE's soft
+  // limit: the rest of crx's work needs fds too).
+  size_t sysctls_kept() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
 
 // The sysctls CRIU 3.17 saves and restores with a network namespace it
 // dumps (criu/net.c): every device's ipv4 and ipv6 `conf` entries and

@@ -4,6 +4,10 @@
 #include "checkpoint/fresh_netns.hpp"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "common/error.hpp"
@@ -64,26 +68,31 @@ TEST(FreshNetns, ACrxContainersOwnNamespaceIsFresh) {
   expect_nothing_left(id);
 }
 
-// Each thing CRIU's network dump saves with its tools, alone in a new
-// namespace, makes the namespace differ from a fresh one.
+// Each kind of thing CRIU's network dump saves with its tools, as a
+// command that makes one in a namespace.
+struct ConfigCase {
+  const char* command;
+  const char* seen;  // in the fingerprint
+  bool announced;    // by an rtnetlink or nftables notification
+};
+constexpr ConfigCase kConfigCases[] = {
+    {"ip link set lo up", "link lo", true},
+    {"ip link set lo mtu 1280", "mtu 1280", true},
+    {"ip addr add 10.9.8.7/32 dev lo", "10.9.8.7", true},
+    {"ip link add crx-veth0 type veth peer name crx-veth1", "crx-veth0", true},
+    {"ip rule add from 10.1.2.3 table 7", "10.1.2.3", true},
+    {"ip link set lo up && ip route add 10.5.0.0/16 dev lo table 9", "10.5.0.0", true},
+    {"sysctl -qw net.ipv4.tcp_keepalive_time=1234", "tcp_keepalive_time", false},
+    {"iptables-nft -A INPUT -s 10.6.0.1 -j ACCEPT", "nft table", true},
+    {"iptables-legacy -A INPUT -s 10.6.0.1 -j ACCEPT", "legacy ip_tables_names filter", false},
+};
+
+// Each of them, alone in a new namespace, makes the namespace differ from
+// a fresh one.
 TEST(FreshNetns, EveryKindOfConfigurationIsSeen) {
   CRX_REQUIRE_ROOT();
   std::string fresh = fresh_netns_fingerprint();
-  struct Case {
-    const char* command;
-    const char* seen;  // in the difference
-  } cases[] = {
-      {"ip link set lo up", "link lo"},
-      {"ip link set lo mtu 1280", "mtu 1280"},
-      {"ip addr add 10.9.8.7/32 dev lo", "10.9.8.7"},
-      {"ip link add crx-veth0 type veth peer name crx-veth1", "crx-veth0"},
-      {"ip rule add from 10.1.2.3 table 7", "10.1.2.3"},
-      {"ip link set lo up && ip route add 10.5.0.0/16 dev lo table 9", "10.5.0.0"},
-      {"sysctl -qw net.ipv4.tcp_keepalive_time=1234", "tcp_keepalive_time"},
-      {"iptables-nft -A INPUT -s 10.6.0.1 -j ACCEPT", "nft table"},
-      {"iptables-legacy -A INPUT -s 10.6.0.1 -j ACCEPT", "legacy ip_tables_names filter"},
-  };
-  for (const auto& c : cases) {
+  for (const auto& c : kConfigCases) {
     UniqueFd ns = new_netns();
     ASSERT_EQ(fingerprint_difference(netns_fingerprint(ns.get()), fresh), std::nullopt) << c.command;
     auto r = in_ns(ns, c.command);
@@ -141,6 +150,128 @@ TEST(FreshNetns, ChangedSysctlsAreCarriedApartFromTheConfiguration) {
   }
   expect_nothing_left(id1);
   expect_nothing_left(id2);
+}
+
+// A process alone in a new network namespace, for a NetnsWatch to watch;
+// killed and reaped at the end.
+struct NetnsChild {
+  pid_t pid = -1;
+  NetnsChild() {
+    int p[2];
+    if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe2");
+    pid = ::fork();
+    if (pid == 0) {
+      char ok = ::unshare(CLONE_NEWNET) == 0 ? 1 : 0;
+      (void)!::write(p[1], &ok, 1);
+      for (;;) ::pause();
+    }
+    ::close(p[1]);
+    char ok = 0;
+    ssize_t n = ::read(p[0], &ok, 1);
+    ::close(p[0]);
+    if (pid < 0 || n != 1 || !ok) throw Error("a process in a new network namespace", Cause::Other);
+  }
+  ~NetnsChild() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  Result sh(const std::string& command) const {
+    return run_sh("nsenter -t " + std::to_string(pid) + " -n sh -c " + shell_quoted(command));
+  }
+};
+
+// What changes after the watch began is seen at its compare(): the
+// configuration read again only when a notification announced a change,
+// the legacy tables and the sysctls always read anew.
+TEST(NetnsWatch, EveryKindOfConfigurationMadeAfterItIsSeen) {
+  CRX_REQUIRE_ROOT();
+  std::string fresh = fresh_netns_fingerprint();
+  for (const auto& c : kConfigCases) {
+    NetnsChild child;
+    checkpoint::NetnsWatch watch(child.pid);
+    auto before = watch.compare(fresh);
+    EXPECT_EQ(before.config_difference, std::nullopt) << c.command << ": " << *before.config_difference;
+    EXPECT_TRUE(before.changed_sysctls.empty()) << c.command;
+    EXPECT_TRUE(before.config_read_ahead) << c.command << ": a notification with nothing changed";
+    auto r = child.sh(c.command);
+    ASSERT_EQ(r.status, 0) << c.command << ": " << r.err;
+    auto after = watch.compare(fresh);
+    EXPECT_EQ(after.config_read_ahead, !c.announced) << c.command;
+    if (std::string_view(c.command).starts_with("sysctl")) {
+      EXPECT_EQ(after.config_difference, std::nullopt) << c.command;
+      EXPECT_EQ(after.changed_sysctls.count("net/ipv4/tcp_keepalive_time"), 1u) << c.command;
+      continue;
+    }
+    ASSERT_TRUE(after.config_difference.has_value()) << c.command << " went unseen";
+    // As compared without a watch.
+    auto direct = checkpoint::compare_netns_with_fresh(child.pid, fresh);
+    EXPECT_EQ(after.config_difference, direct.config_difference) << c.command;
+    EXPECT_EQ(after.changed_sysctls, direct.changed_sysctls) << c.command;
+  }
+}
+
+// A sysctl file that appeared after the watch began (a new device's) is
+// read too; and a watch that may keep few fds opens the rest at compare().
+TEST(NetnsWatch, SysctlsNotKeptAreReadAtTheCompare) {
+  CRX_REQUIRE_ROOT();
+  std::string fresh = fresh_netns_fingerprint();
+  rlimit was{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &was), 0);
+  NetnsChild child;
+  std::optional<checkpoint::NetnsWatch> few;
+  {
+    rlimit low = was;
+    low.rlim_cur = 256;
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+    try {
+      few.emplace(child.pid);
+    } catch (...) {
+      ::setrlimit(RLIMIT_NOFILE, &was);
+      throw;
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &was), 0);
+  }
+  checkpoint::NetnsWatch all(child.pid);
+  EXPECT_LE(few->sysctls_kept(), 128u);
+  EXPECT_GT(all.sysctls_kept(), 400u);  // ~490 in a new namespace
+  auto r = child.sh(
+      "ip link add crx-veth0 type veth peer name crx-veth1 && "
+      "sysctl -qw net.ipv4.conf.crx-veth0.forwarding=1 net.ipv4.tcp_keepalive_time=1234");
+  ASSERT_EQ(r.status, 0) << r.err;
+  checkpoint::NetSysctls want{{"net/ipv4/conf/crx-veth0/forwarding", "1"},
+                              {"net/ipv4/tcp_keepalive_time", "1234"}};
+  for (auto* w : {&*few, &all}) {
+    auto cmp = w->compare(fresh);
+    EXPECT_FALSE(cmp.config_read_ahead);
+    ASSERT_TRUE(cmp.config_difference.has_value());
+    for (const auto& [path, value] : want) {
+      auto got = cmp.changed_sysctls.find(path);
+      ASSERT_NE(got, cmp.changed_sysctls.end()) << path;
+      EXPECT_EQ(got->second, value) << path;
+    }
+  }
+}
+
+// A container's own namespace, watched and compared as without a watch.
+TEST(NetnsWatch, AContainersNamespaceComparesAsWithoutAWatch) {
+  CRX_REQUIRE_ROOT();
+  std::string fresh = fresh_netns_fingerprint();
+  std::string id;
+  {
+    Running c;
+    id = c.id;
+    checkpoint::NetnsWatch watch(init_pid(c.id));
+    auto r = run_sh("nsenter -t " + std::to_string(init_pid(c.id)) +
+                    " -n sysctl -qw net.ipv4.ip_unprivileged_port_start=80");
+    ASSERT_EQ(r.status, 0) << r.err;
+    auto cmp = watch.compare(fresh);
+    EXPECT_TRUE(cmp.config_read_ahead);
+    EXPECT_EQ(cmp.config_difference, std::nullopt) << *cmp.config_difference;
+    EXPECT_EQ(cmp.changed_sysctls,
+              (checkpoint::NetSysctls{{"net/ipv4/ip_unprivileged_port_start", "80"}}));
+  }
+  expect_nothing_left(id);
 }
 
 TEST(FreshNetns, ADifferenceSaysWhatIsThereAndWhatIsNot) {

@@ -229,13 +229,15 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   }
 }
 
-CriuSource::NetnsAtFreeze CriuSource::check_netns() const {
+CriuSource::NetnsAtFreeze CriuSource::check_netns() {
   NetnsAtFreeze out;
   if (fresh_netns_.empty()) return out;
   const auto t0 = std::chrono::steady_clock::now();
   checkpoint::NetnsComparison c;
+  std::optional<checkpoint::NetnsWatch> watch = std::exchange(netns_watch_, std::nullopt);
   try {
-    c = checkpoint::compare_netns_with_fresh(src_.pid, fresh_netns_);
+    c = watch ? watch->compare(fresh_netns_)
+              : checkpoint::compare_netns_with_fresh(src_.pid, fresh_netns_);
   } catch (const Error& e) {
     log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools, " +
               "without the sysctls CRIU does not save: " + e.what());
@@ -252,7 +254,13 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns() const {
              (out.moves_empty ? "is configured as a new one: it moves empty"
                               : "was configured (" + *c.config_difference + "): CRIU saves it") +
              "; " + std::to_string(out.carried.size()) + " sysctls carried by crx (compared in " +
-             std::to_string(ms) + " ms)");
+             std::to_string(ms) + " ms" +
+             (watch ? std::string(", ") + std::to_string(watch->sysctls_kept()) +
+                          " sysctls read through fds opened before the freeze" +
+                          (c.config_read_ahead ? ", its configuration read then, unchanged since"
+                                               : ", its configuration read again: it changed")
+                    : std::string()) +
+             ")");
   return out;
 }
 
@@ -273,6 +281,17 @@ UniqueFd CriuSource::criu_in_container_netns(checkpoint::DumpOptions& o) const {
 
 void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
   ready_dump_.reset();
+  netns_watch_.reset();
+  if (!fresh_netns_.empty()) {
+    // What of the comparison at the freeze needs no frozen container.
+    // Failing, the comparison is all done at the freeze, as without.
+    try {
+      netns_watch_.emplace(src_.pid);
+    } catch (const Error& e) {
+      log::warn("migrate: " + id_ + "'s network namespace is compared at the freeze only: " +
+                e.what());
+    }
+  }
   ReadyDump r;
   r.images_dir = images_dir;
   r.page_fd = page_fd;
@@ -432,6 +451,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
 
 void CriuSource::resume() {
   ready_dump_.reset();  // a rollback before the dump: that CRIU goes
+  netns_watch_.reset();
   if (src_.paused) return;  // paused before the migration: stays paused
   checkpoint::thaw_container(g_, id_);
 }

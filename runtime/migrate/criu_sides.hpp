@@ -79,7 +79,7 @@ class CriuSource : public SourceSide {
     bool moves_empty = false;
     checkpoint::NetSysctls carried;
   };
-  NetnsAtFreeze check_netns() const;
+  NetnsAtFreeze check_netns();
   // Points o at the container's network namespace for CRIU to run in (a
   // namespace moved as a new one); returns the fd o now refers to.
   UniqueFd criu_in_container_netns(checkpoint::DumpOptions& o) const;
@@ -107,6 +107,10 @@ class CriuSource : public SourceSide {
   // freeze; empty when the container has none of its own to compare (none,
   // one joined by path, --empty-ns network) or it could not be taken.
   std::string fresh_netns_;
+  // The container's namespace watched from prepare_dump() on, so that
+  // check_netns() reads at the freeze only what may have changed; used
+  // once.
+  std::optional<checkpoint::NetnsWatch> netns_watch_;
   std::optional<ReadyDump> ready_dump_;
   // What the destination's page images hold (page_dedup.hpp), kept across
   // this migration's rounds.

@@ -244,6 +244,7 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns() {
     return out;
   }
   out.moves_empty = !c.config_difference;
+  out.read_ahead = watch && c.config_read_ahead;
   // Moved empty, the namespace takes none of its sysctls along; kept, CRIU
   // restores its devices' conf entries itself.
   for (auto& [path, value] : c.changed_sysctls)
@@ -429,6 +430,7 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
   run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true, parent_pages,
            net.moves_empty);
   last_round_.net_sysctls_carried = net.carried.size();
+  last_round_.netns_read_ahead = net.read_ahead;
 }
 
 std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {

@@ -78,6 +78,7 @@ class CriuSource : public SourceSide {
   struct NetnsAtFreeze {
     bool moves_empty = false;
     checkpoint::NetSysctls carried;
+    bool read_ahead = false;  // RoundStats::netns_read_ahead
   };
   NetnsAtFreeze check_netns();
   // Points o at the container's network namespace for CRIU to run in (a

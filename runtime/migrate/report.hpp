@@ -52,6 +52,7 @@ struct RoundReport {
   // configured it), moved without CRIU's network tools (sides.hpp).
   bool netns_moved_empty = false;
   size_t net_sysctls_carried = 0;  // network sysctls crx carried (RoundStats)
+  bool netns_read_ahead = false;    // the namespace read before the freeze (RoundStats)
   // CRIU's own account of the round (its stats-dump): how long it kept the
   // container frozen, and of that the memory dump and write.
   std::optional<checkpoint::CriuDumpStats> criu;

@@ -363,6 +363,7 @@ class Sender {
       r.parent_pages_changed = stats.dedup.parent_pages_changed;
       r.netns_moved_empty = stats.netns_moved_empty;
       r.net_sysctls_carried = stats.net_sysctls_carried;
+      r.netns_read_ahead = stats.netns_read_ahead;
       r.criu = stats.criu;
     }
     double criu_s = seconds_since(c0);

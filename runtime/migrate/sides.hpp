@@ -27,6 +27,10 @@ struct RoundStats {
   bool netns_moved_empty = false;
   // Network sysctls crx carried itself (CriuSource::check_netns).
   size_t net_sysctls_carried = 0;
+  // Final dump: the namespace was read before the freeze and nothing of
+  // its configuration was announced changed since (checkpoint::NetnsWatch):
+  // only its sysctls were read in the frozen window.
+  bool netns_read_ahead = false;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU

@@ -212,6 +212,7 @@ struct FakeSource : SourceSide {
       s.dedup.parent_pages_changed = 256;
       s.netns_moved_empty = true;  // its network namespace as a new one
       s.net_sysctls_carried = 2;   // and two sysctls crx carried
+      s.netns_read_ahead = true;   // its configuration read before the freeze
     }
     s.criu.emplace();
     s.criu->frozen_seconds = 0.25;
@@ -541,6 +542,12 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_NE(r.sender.to_text().find("2 network sysctls carried by crx"), std::string::npos)
       << r.sender.to_text();
   EXPECT_NE(r.sender.to_json().find("\"network_sysctls_carried\":2"), std::string::npos);
+  EXPECT_FALSE(r.sender.rounds[0].netns_read_ahead);
+  EXPECT_TRUE(r.sender.rounds[3].netns_read_ahead);
+  EXPECT_NE(r.sender.to_text().find("network namespace read before the freeze"), std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"network_namespace_read_before_freeze\":true"),
+            std::string::npos);
   // And CRIU's own account of each round.
   ASSERT_TRUE(r.sender.rounds[3].criu);
   EXPECT_DOUBLE_EQ(r.sender.rounds[3].criu->frozen_seconds, 0.25);

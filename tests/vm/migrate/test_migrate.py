@@ -296,6 +296,9 @@ class MigrateTest(Receiving, Base):
         # without CRIU's network tools (checkpoint/fresh_netns.hpp).
         self.assertTrue(rounds[-1].get("network_namespace_moved_empty"), rounds[-1])
         self.assertEqual(rounds[-1].get("network_sysctls_carried"), 2, rounds[-1])
+        # Read while the container ran; nothing changed before the freeze,
+        # so only its sysctls were read in the window (NetnsWatch).
+        self.assertTrue(rounds[-1].get("network_namespace_read_before_freeze"), rounds[-1])
         final_criu = rounds[-1]["criu"]
         self.assertGreater(final_criu["frozen_seconds"], 0, final_criu)
         self.assertLessEqual(final_criu["memdump_seconds"], final_criu["frozen_seconds"], final_criu)
@@ -362,6 +365,8 @@ class MigrateTest(Receiving, Base):
         print("sender report:", report_line(report), flush=True)
         self.assertNotIn("network_namespace_moved_empty", report["rounds"][-1])
         self.assertEqual(report["rounds"][-1].get("network_sysctls_carried"), 1, report["rounds"][-1])
+        self.assertTrue(report["rounds"][-1].get("network_namespace_read_before_freeze"),
+                        report["rounds"][-1])
         pid = json.loads(self.sh(tb, 1, f"{CRX} state c1"))["pid"]
         ns = self.sh(tb, 1, f"nsenter -t {pid} -n sh -c 'ip addr show lo; ip route show; "
                             "iptables -w -S INPUT; sysctl net.ipv4.tcp_keepalive_time'")

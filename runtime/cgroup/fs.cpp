@@ -79,10 +79,13 @@ uint64_t read_u64(const std::string& dir, const std::string& file) {
 }
 
 std::map<std::string, uint64_t> read_flat_keyed(const std::string& dir, const std::string& file) {
-  std::map<std::string, uint64_t> out;
   auto v = read_if_exists(dir, file);
-  if (!v) return out;
-  std::istringstream in(*v);
+  return v ? parse_flat_keyed(*v) : std::map<std::string, uint64_t>{};
+}
+
+std::map<std::string, uint64_t> parse_flat_keyed(const std::string& text) {
+  std::map<std::string, uint64_t> out;
+  std::istringstream in(text);
   std::string key, value;
   while (in >> key >> value) {
     try {

@@ -19,6 +19,8 @@ bool exists(const std::string& dir, const std::string& file);
 uint64_t read_u64(const std::string& dir, const std::string& file);
 // "key value" lines (memory.stat, cpu.stat, memory.events, ...).
 std::map<std::string, uint64_t> read_flat_keyed(const std::string& dir, const std::string& file);
+// The same from a file's text; fields that are not numbers are skipped.
+std::map<std::string, uint64_t> parse_flat_keyed(const std::string& text);
 
 // rmdir dir and any sub-cgroups below it, deepest first, retrying while
 // EBUSY (exiting tasks) until the deadline. Missing dirs are fine.

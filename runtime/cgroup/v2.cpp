@@ -1,12 +1,18 @@
 // cgroup v2 (the whole of a pure v2 system, the unified half of hybrid).
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "common/error.hpp"
 #include "common/log.hpp"
+#include "common/retry_eintr.hpp"
+#include "common/unique_fd.hpp"
 #include "cgroup/bpf_devices.hpp"
 #include "cgroup/convert.hpp"
 #include "cgroup/drivers.hpp"
@@ -114,14 +120,31 @@ void apply_unified(const std::string& dir, const std::map<std::string, std::stri
   }
 }
 
+// The freezer's "frozen" field of cgroup.events. A change of the file is
+// announced to poll() as POLLPRI on an fd that read it before (cgroup-v2
+// documentation, "cgroup.events"): the wait ends when the state does, not
+// at the next tick of a sleep loop (which added up to 10 ms to a freeze in
+// the migration's frozen window). Each wait is bounded in case an event
+// is missed: the file is read again at least every 100 ms.
 bool wait_for_frozen_state(const std::string& dir, bool frozen) {
   using namespace std::chrono_literals;
-  for (int attempt = 0; attempt < 1000; ++attempt) {
-    auto ev = fs::read_flat_keyed(dir, "cgroup.events");
+  using Clock = std::chrono::steady_clock;
+  const std::string path = dir + "/cgroup.events";
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) throw_errno("cgroup: open " + path);
+  const auto deadline = Clock::now() + 10s;
+  for (;;) {
+    char buf[512];
+    ssize_t n = retry_eintr([&] { return ::pread(fd.get(), buf, sizeof buf - 1, 0); });
+    if (n < 0) throw_errno("cgroup: read " + path);
+    auto ev = fs::parse_flat_keyed(std::string(buf, static_cast<size_t>(n)));
     if ((ev["frozen"] == 1) == frozen) return true;
-    std::this_thread::sleep_for(attempt < 20 ? 1ms : 10ms);
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (left <= 0ms) return false;
+    struct pollfd p{fd.get(), POLLPRI, 0};
+    if (retry_eintr([&] { return ::poll(&p, 1, static_cast<int>(std::min(left, 100ms).count())); }) < 0)
+      throw_errno("cgroup: poll " + path);
   }
-  return false;
 }
 
 }  // namespace

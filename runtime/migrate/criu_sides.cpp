@@ -251,17 +251,18 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns() {
     if (out.moves_empty || !checkpoint::criu_carries_sysctl(path)) out.carried[path] = value;
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0).count();
-  log::debug("migrate: " + id_ + "'s network namespace " +
-             (out.moves_empty ? "is configured as a new one: it moves empty"
-                              : "was configured (" + *c.config_difference + "): CRIU saves it") +
-             "; " + std::to_string(out.carried.size()) + " sysctls carried by crx (compared in " +
-             std::to_string(ms) + " ms" +
-             (watch ? std::string(", ") + std::to_string(watch->sysctls_kept()) +
-                          " sysctls read through fds opened before the freeze" +
-                          (c.config_read_ahead ? ", its configuration read then, unchanged since"
-                                               : ", its configuration read again: it changed")
-                    : std::string()) +
-             ")");
+  std::string how = "compared in " + std::to_string(ms) + " ms";
+  if (watch) {
+    how += ", " + std::to_string(watch->sysctls_kept()) +
+           " sysctls read through fds opened before the freeze";
+    how += c.config_read_ahead ? ", its configuration read then, unchanged since"
+                               : ", its configuration read again: it changed";
+  }
+  const std::string fate = out.moves_empty
+                               ? "is configured as a new one: it moves empty"
+                               : "was configured (" + *c.config_difference + "): CRIU saves it";
+  log::debug("migrate: " + id_ + "'s network namespace " + fate + "; " +
+             std::to_string(out.carried.size()) + " sysctls carried by crx (" + how + ")");
   return out;
 }
 

@@ -17,6 +17,11 @@ nlohmann::json CarriedState::to_json() const {
                    {"pid_file", pid_file},   {"paused", paused}};
   if (!net_sysctls.empty()) j["net_sysctls"] = net_sysctls;
   if (new_netns_outside_images) j["new_netns_outside_images"] = true;
+  if (uts_ipc_outside_images) {
+    const UtsIpcContent& u = *uts_ipc_outside_images;
+    j["uts_ipc_outside_images"] = {
+        {"hostname", u.hostname}, {"domainname", u.domainname}, {"ipc_sysctls", u.ipc_sysctls}};
+  }
   return j;
 }
 
@@ -38,6 +43,18 @@ CarriedState CarriedState::from_json(const nlohmann::json& j) {
     if (j.contains("new_netns_outside_images") && !j.at("new_netns_outside_images").is_boolean())
       malformed("new_netns_outside_images");
     c.new_netns_outside_images = j.value("new_netns_outside_images", false);
+    if (j.contains("uts_ipc_outside_images")) {
+      const auto& u = j.at("uts_ipc_outside_images");
+      if (!u.is_object() || !u.value("hostname", nlohmann::json()).is_string() ||
+          !u.value("domainname", nlohmann::json()).is_string())
+        malformed("uts_ipc_outside_images");
+      UtsIpcContent content;
+      content.hostname = u.at("hostname").get<std::string>();
+      content.domainname = u.at("domainname").get<std::string>();
+      if (u.contains("ipc_sysctls"))
+        content.ipc_sysctls = u.at("ipc_sysctls").get<IpcSysctls>();
+      c.uts_ipc_outside_images = std::move(content);
+    }
   } catch (const nlohmann::json::exception& e) {
     throw Error(std::string(kCarriedStateFile) + ": " + e.what());
   }

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/uts_ipc_anew.hpp"
 #include "state/store.hpp"
 
 namespace crx::checkpoint {
@@ -37,6 +38,10 @@ struct CarriedState {
   // (DumpOptions::criu_netns_fd). The restore gives the tasks a new one
   // (RestoreOptions::join_netns). Omitted from the JSON when false.
   bool new_netns_outside_images = false;
+  // The container's UTS and IPC namespaces are not in the CRIU images:
+  // CRIU dumped from inside them, and the restore makes new ones holding
+  // this (uts_ipc_anew.hpp). Omitted from the JSON when nullopt.
+  std::optional<UtsIpcContent> uts_ipc_outside_images;
 
   nlohmann::json to_json() const;
   // Throws crx::Error naming the field when it is malformed.

@@ -82,14 +82,16 @@ struct DumpOptions : CommonOptions {
   // process, libnftables) instead of iptables-restore (two helper runs to
   // lock, two to unlock: seconds under TCG).
   bool nftables_network_lock = false;
-  // >= 0: CRIU itself runs in this network namespace, the container's (a
-  // new one nobody configured, moved as a new one: fresh_netns.hpp). It is
-  // then CRIU's own namespace to CRIU, not the container's: CRIU neither
-  // dumps it nor locks it (CRIU 3.17 locks every namespace it dumps, its
-  // empty ones too: 0.18 s of a frozen dump in a TCG guest), and the images
-  // hold no network namespace at all. Their restore must give the tasks a
-  // new one (RestoreOptions::join_netns), or they land in CRIU's.
-  int criu_netns_fd = -1;
+  // Namespaces of the container CRIU itself runs in (joined before its
+  // exec). Each is then CRIU's own namespace to CRIU, not the container's:
+  // CRIU does not dump it, and the images hold none of its type. Their
+  // restore must give the tasks new ones (RestoreOptions::join_netns,
+  // join_uts, join_ipc), or they land in CRIU's. The network namespace:
+  // a new one nobody configured, moved as a new one (fresh_netns.hpp);
+  // CRIU then neither dumps nor locks it (CRIU 3.17 locks every namespace
+  // it dumps, its empty ones too: 0.18 s of a frozen dump in a TCG guest).
+  // The UTS and IPC namespaces: uts_ipc_anew.hpp.
+  std::vector<int> criu_namespace_fds;
 };
 
 // One inherited fd for restore: CRIU uses `fd` where the image says `key`
@@ -112,8 +114,12 @@ struct RestoreOptions : CommonOptions {
   // Non-empty: the restored root task joins this network namespace (a
   // path, e.g. /proc/<pid>/fd/<n>) before anything of it is restored -
   // CRIU's --join-ns net:<path>. For images that hold no network namespace
-  // (DumpOptions::criu_netns_fd) only: with one, CRIU makes it anew.
+  // (DumpOptions::criu_namespace_fds) only: with one, CRIU makes it anew.
   std::string join_netns;
+  // The same for the UTS and the IPC namespace (CRIU's --join-ns uts:,
+  // ipc:), for images that hold none (uts_ipc_anew.hpp).
+  std::string join_uts;
+  std::string join_ipc;
 };
 
 }  // namespace crx::checkpoint

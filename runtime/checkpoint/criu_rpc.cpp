@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -78,8 +79,8 @@ struct OptsBuilder {
   std::vector<::InheritFd*> inherit_ptrs;
   std::vector<CgroupRoot> cg_roots;
   std::vector<CgroupRoot*> cg_root_ptrs;
-  JoinNamespace join_net = JOIN_NAMESPACE__INIT;
-  JoinNamespace* join_ptr = &join_net;
+  std::array<JoinNamespace, 3> joins{};
+  std::array<JoinNamespace*, 3> join_ptrs{};
   std::vector<int> child_fds;  // fds CRIU itself must inherit
   std::string config_file;
   std::vector<std::string> config_lines;  // beyond libdir, for the config file
@@ -205,11 +206,20 @@ struct OptsBuilder {
     for (auto& r : cg_roots) cg_root_ptrs.push_back(&r);
     opts.n_cg_root = cg_root_ptrs.size();
     opts.cg_root = cg_root_ptrs.data();
-    if (!o.join_netns.empty()) {
-      join_net.ns = const_cast<char*>("net");
-      join_net.ns_file = s(o.join_netns);
-      opts.n_join_ns = 1;
-      opts.join_ns = &join_ptr;
+    const std::pair<const char*, const std::string*> wanted[] = {
+        {"net", &o.join_netns}, {"uts", &o.join_uts}, {"ipc", &o.join_ipc}};
+    size_t n = 0;
+    for (const auto& [type, file] : wanted) {
+      if (file->empty()) continue;
+      joins[n] = JOIN_NAMESPACE__INIT;
+      joins[n].ns = const_cast<char*>(type);
+      joins[n].ns_file = s(*file);
+      join_ptrs[n] = &joins[n];
+      ++n;
+    }
+    if (n > 0) {
+      opts.n_join_ns = n;
+      opts.join_ns = join_ptrs.data();
     }
   }
 
@@ -248,7 +258,7 @@ class SwrkSession {
   // output_fd: CRIU's stdout and stderr (-1: /dev/null).
   SwrkSession(std::string action, const std::vector<int>& child_fds, bool defer_verbs_resume,
               bool die_with_us, int output_fd, const std::string& preload_plugin = {},
-              int netns_fd = -1)
+              const std::vector<int>& namespace_fds = {})
       : action_(std::move(action)) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
@@ -264,7 +274,7 @@ class SwrkSession {
     o.stderr_fd = output_fd;
     o.env = &env;
     o.die_with_parent = die_with_us;
-    o.netns_fd = netns_fd;
+    o.namespace_fds = namespace_fds;
     child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, o);
   }
 
@@ -422,13 +432,13 @@ RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
 }
 
 // One CRIU child for one request: started, asked, served.
-// netns_fd >= 0: CRIU runs in that network namespace.
+// CRIU runs in the namespaces of namespace_fds (none: ours).
 RespPtr run(const std::string& action, CriuReq& req, const std::vector<int>& child_fds,
             const CommonOptions* o, const NotifyHandler& notify, bool defer_verbs_resume = false,
-            int netns_fd = -1) {
+            const std::vector<int>& namespace_fds = {}) {
   UniqueFd output = open_output_for_criu(o);
   SwrkSession session(action, child_fds, defer_verbs_resume, req.type == CRIU_REQ_TYPE__RESTORE,
-                      output.get(), {}, netns_fd);
+                      output.get(), {}, namespace_fds);
   return serve(session, action, req, o, notify);
 }
 
@@ -478,7 +488,7 @@ static void dump_like(const char* action, CriuReqType type, const DumpOptions& o
   CriuReq req = CRIU_REQ__INIT;
   req.type = type;
   req.opts = &b.opts;
-  run(action, req, b.child_fds, &o, notify, false, o.criu_netns_fd);
+  run(action, req, b.child_fds, &o, notify, false, o.criu_namespace_fds);
 }
 
 void criu_dump(const DumpOptions& o, const NotifyHandler& notify) {
@@ -505,12 +515,15 @@ pid_t criu_restore(const RestoreOptions& o, const NotifyHandler& notify) {
 
 namespace {
 
-// A network namespace by its inode (fd -1: none given, {0, 0}).
-std::pair<dev_t, ino_t> netns_id(int fd) {
-  if (fd < 0) return {0, 0};
-  struct stat st{};
-  if (::fstat(fd, &st) != 0) throw_errno("criu dump: the network namespace to run CRIU in");
-  return {st.st_dev, st.st_ino};
+// Namespaces by their inodes, in the order given.
+std::vector<std::pair<dev_t, ino_t>> namespace_ids(const std::vector<int>& fds) {
+  std::vector<std::pair<dev_t, ino_t>> out;
+  for (int fd : fds) {
+    struct stat st{};
+    if (::fstat(fd, &st) != 0) throw_errno("criu dump: a namespace to run CRIU in");
+    out.emplace_back(st.st_dev, st.st_ino);
+  }
+  return out;
 }
 
 }  // namespace
@@ -562,10 +575,10 @@ class StartedDump::Session : public SwrkSession {
 };
 
 StartedDump::StartedDump(const Setup& s) : setup_(s) {
-  netns_ = netns_id(s.netns_fd);
+  namespaces_ = namespace_ids(s.namespace_fds);
   session_ = std::make_unique<Session>("dump", s.inherit_fds, /*defer_verbs_resume=*/false,
                                        /*die_with_us=*/false, s.output_fd, std::string(),
-                                       s.netns_fd);
+                                       s.namespace_fds);
   // Its version, with keep_open: once the answer is here, CRIU is past its
   // start-up and waits for the next request (cr_service_work).
   CriuReq req = CRIU_REQ__INIT;
@@ -583,7 +596,7 @@ bool StartedDump::run(const DumpOptions& o, const NotifyHandler& notify) {
   if (!session_) throw Error("criu dump: the waiting criu was used already", Cause::Invalid);
   // Gone at the end, whatever happens: one request per child.
   std::unique_ptr<Session> session = std::move(session_);
-  if (netns_id(o.criu_netns_fd) != netns_) return false;
+  if (namespace_ids(o.criu_namespace_fds) != namespaces_) return false;
   OptsBuilder b;
   b.dump(o);
   for (int fd : b.child_fds)

@@ -60,7 +60,7 @@ bool criu_check();
 // CRIU's cache of what the kernel can do (/run/criu.kdat), made now when
 // there is none: a CRIU that starts without it probes the kernel, among
 // other things with a TCP connection over loopback, which fails in a
-// network namespace whose loopback is down (DumpOptions::criu_netns_fd).
+// network namespace whose loopback is down (DumpOptions::criu_namespace_fds).
 // A FEATURE_CHECK request makes it (CRIU 3.17 probes and saves the cache
 // for any request). A cache that exists is trusted: a stale one (another
 // CRIU's) makes that CRIU's next run probe again. Throws Error when CRIU
@@ -119,7 +119,7 @@ class StartedRestore {
 // ~0.1 s of a TCG guest's frozen window otherwise (runtime/migrate/
 // README.md, "The final dump's CRIU, started and waiting"). What the child
 // has from its start is fixed here: the fds it inherits (the page
-// channel), its stdout/stderr and the network namespace it runs in. The
+// channel), its stdout/stderr and the namespaces it runs in. The
 // child does not die with us (CRIU must let go of the tasks it seized);
 // destroying this unused ends it (its socket closes, it exits; SIGKILL
 // after 2 s).
@@ -128,7 +128,7 @@ class StartedDump {
   struct Setup {
     std::vector<int> inherit_fds;  // inherited under their own numbers
     int output_fd = -1;            // CRIU's stdout and stderr; -1: /dev/null
-    int netns_fd = -1;             // DumpOptions::criu_netns_fd; -1: ours
+    std::vector<int> namespace_fds;  // DumpOptions::criu_namespace_fds; none: ours
   };
   // Throws Error when CRIU does not start or does not answer.
   explicit StartedDump(const Setup& s);
@@ -137,7 +137,7 @@ class StartedDump {
   ~StartedDump();
   // criu_dump's request on the waiting child, if the child fits it (the
   // request names no fd the child did not inherit and wants CRIU in the
-  // namespace the child is in): true once run; false, and nothing done,
+  // namespaces the child is in): true once run; false, and nothing done,
   // when it does not fit (the dump is then criu_dump's, with a criu of its
   // own). Either way the child is gone afterwards. Throws as criu_dump
   // does, and Error (Cause::Invalid) when run twice.
@@ -148,7 +148,7 @@ class StartedDump {
  private:
   class Session;
   Setup setup_;
-  std::pair<dev_t, ino_t> netns_{};
+  std::vector<std::pair<dev_t, ino_t>> namespaces_;
   std::unique_ptr<Session> session_;
 };
 

@@ -16,6 +16,7 @@
 #include "checkpoint/nft_lock_tables.hpp"
 #include "checkpoint/recreated_mounts.hpp"
 #include "checkpoint/restore_guard.hpp"
+#include "checkpoint/uts_ipc_anew.hpp"
 #include "cgroup/paths.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
@@ -33,6 +34,12 @@ namespace {
 bool wants_new_netns(const spec::Spec& s) {
   const auto* ns = s.linux.find_namespace("network");
   return ns && ns->path.empty();
+}
+
+bool wants_new_uts_ipc(const spec::Spec& s) {
+  const auto* uts = s.linux.find_namespace("uts");
+  const auto* ipc = s.linux.find_namespace("ipc");
+  return uts && uts->path.empty() && ipc && ipc->path.empty();
 }
 
 // Into the restored init's network namespace; init 0: CRIU named none.
@@ -248,6 +255,18 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
       if (!new_netns_) new_netns_ = new_netns();
       o.join_netns = "/proc/" + std::to_string(::getpid()) + "/fd/" +
                      std::to_string(new_netns_.get());
+    }
+    // Nor, maybe, its UTS and IPC namespaces: new ones holding what crx
+    // carried, made now (that is the frozen container's; uts_ipc_anew.hpp).
+    NewUtsIpc uts_ipc;
+    if (carried && carried->uts_ipc_outside_images) {
+      if (!wants_new_uts_ipc(s))
+        throw Error("restore of " + id_ + ": its images hold no UTS and IPC namespaces (the "
+                    "container had new ones), and config.json asks for none", Cause::Invalid);
+      uts_ipc = new_uts_ipc(*carried->uts_ipc_outside_images);
+      const std::string fds = "/proc/" + std::to_string(::getpid()) + "/fd/";
+      o.join_uts = fds + std::to_string(uts_ipc.uts.get());
+      o.join_ipc = fds + std::to_string(uts_ipc.ipc.get());
     }
     // The verbs plugin only for images it dumped contexts into: loading it
     // (and its providers) takes 0.15 s of a restore in a guest.

@@ -89,7 +89,7 @@ std::vector<char*> c_strings(const std::vector<std::string>& v) {
 }
 
 // What the child writes into the error pipe when it gives up before exec.
-enum class ChildStep : int { JoinNetns, Exec };
+enum class ChildStep : int { JoinNamespace, Exec };
 struct ChildFailure {
   ChildStep step;
   int error;
@@ -123,10 +123,12 @@ struct ChildFailure {
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
   }
   ::signal(SIGPIPE, SIG_DFL);
-  if (o.netns_fd >= 0 && ::setns(o.netns_fd, CLONE_NEWNET) != 0) {
-    const ChildFailure f{ChildStep::JoinNetns, errno};
-    (void)!::write(err_fd, &f, sizeof f);
-    ::_exit(127);
+  for (int fd : o.namespace_fds) {
+    if (::setns(fd, 0) != 0) {
+      const ChildFailure f{ChildStep::JoinNamespace, errno};
+      (void)!::write(err_fd, &f, sizeof f);
+      ::_exit(127);
+    }
   }
   if (!o.path.empty()) {
     if (envp) {
@@ -169,8 +171,8 @@ ChildProcess spawn(const std::vector<std::string>& argv, const SpawnOptions& o) 
   ssize_t n = retry_eintr([&] { return ::read(err_r.get(), &failure, sizeof failure); });
   if (n == sizeof failure) {
     child.wait();
-    if (failure.step == ChildStep::JoinNetns)
-      throw_errno("joining the network namespace for " + file, failure.error);
+    if (failure.step == ChildStep::JoinNamespace)
+      throw_errno("joining a namespace for " + file, failure.error);
     throw_errno(o.exec_error.empty() ? "exec " + file : o.exec_error, failure.error);
   }
   return child;

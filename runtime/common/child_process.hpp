@@ -74,10 +74,10 @@ struct SpawnOptions {
   bool die_with_parent = false;
   // The child starts with no signal blocked (not with crx's mask).
   bool unblock_signals = false;
-  // >= 0: the child joins this network namespace (setns) before exec. A
-  // refusal is thrown like a failed exec, as "joining the network
-  // namespace for <path>" with setns's errno.
-  int netns_fd = -1;
+  // Namespaces the child joins (setns, of any type), in this order, before
+  // exec. A refusal is thrown like a failed exec, as "joining a namespace
+  // for <path>" with setns's errno.
+  std::vector<int> namespace_fds;
   // What a failed exec's Error says before ": <strerror>"; empty:
   // "exec <path or argv[0]>".
   std::string exec_error;

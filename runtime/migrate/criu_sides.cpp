@@ -129,11 +129,11 @@ class CriuPageSink : public PageSink {
 // the only user of the CRIU child (criu_rpc's SwrkSession, in the call).
 class CriuLazyDump : public LazyDump {
  public:
-  // netns: o.criu_netns_fd's owner (or none), kept until CRIU is done.
+  // namespaces: the owners of o.criu_namespace_fds, kept until CRIU is done.
   CriuLazyDump(checkpoint::DumpOptions o, UniqueFd images, UniqueFd work, UniqueFd page_fd,
-               UniqueFd netns)
+               std::vector<UniqueFd> namespaces)
       : images_(std::move(images)), work_(std::move(work)), page_fd_(std::move(page_fd)),
-        netns_(std::move(netns)) {
+        namespaces_(std::move(namespaces)) {
     o.images_dir_fd = images_.get();
     o.work_dir_fd = work_.get();
     o.lazy_pages = true;
@@ -183,7 +183,8 @@ class CriuLazyDump : public LazyDump {
     cv_.notify_all();
   }
 
-  UniqueFd images_, work_, page_fd_, netns_;
+  UniqueFd images_, work_, page_fd_;
+  std::vector<UniqueFd> namespaces_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool images_ready_ = false, finished_ = false;
@@ -211,6 +212,11 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   // before anything is frozen).
   auto v = checkpoint::criu_version();
   page_layout_ = page_header_layout(v.major, v.minor);
+  const auto made_here = [&](const char* type) {
+    const auto* ns = src_.spec.linux.find_namespace(type);
+    return ns && ns->path.empty();
+  };
+  own_uts_ipc_ = made_here("uts") && made_here("ipc") && !src_.spec.linux.find_namespace("user");
   const auto* netns = src_.spec.linux.find_namespace("network");
   if (netns && netns->path.empty() && !(src_.base.empty_ns & CLONE_NEWNET)) {
     // A new namespace's fingerprint, taken now, while the container runs:
@@ -223,7 +229,7 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
                 e.what());
     }
     // Moved as a new one, the namespace is where the final dump's CRIU
-    // runs (criu_in_container_netns): its loopback is down, so CRIU must
+    // runs (criu_in_container_namespaces): its loopback is down, so CRIU must
     // find its kernel cache made.
     if (!fresh_netns_.empty()) checkpoint::criu_ensure_kerndat_cache();
   }
@@ -266,19 +272,60 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns() {
   return out;
 }
 
-UniqueFd CriuSource::criu_in_container_netns(checkpoint::DumpOptions& o) const {
-  // CRIU runs in the container's network namespace and so leaves it alone:
-  // no lock (nothing in it to guard: no address, no route, so no
-  // connection), no dump; the destination makes a new one
-  // (CarriedState::new_netns_outside_images). Its iptables method is
-  // CRIU's no-op for a namespace it does not dump; nftables would still
-  // make a table for connection locks.
-  const std::string path = "/proc/" + std::to_string(src_.pid) + "/ns/net";
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) throw_errno("the network namespace of container " + id_ + " (" + path + ")");
-  o.criu_netns_fd = fd.get();
-  o.nftables_network_lock = false;
-  return fd;
+void CriuSource::destination_makes_uts_ipc(bool yes) {
+  fresh_ipc_.reset();
+  if (!yes || !own_uts_ipc_) return;
+  // Taken now, while the container runs; failing, CRIU dumps the
+  // namespaces as before.
+  try {
+    fresh_ipc_ = checkpoint::fresh_ipc_sysctls();
+  } catch (const Error& e) {
+    log::warn("migrate: " + id_ + "'s UTS and IPC namespaces are dumped by CRIU: " + e.what());
+  }
+}
+
+std::optional<checkpoint::UtsIpcContent> CriuSource::check_uts_ipc() {
+  if (!fresh_ipc_) return std::nullopt;
+  try {
+    std::vector<UniqueFd> ns = container_namespaces({.uts_ipc = true});
+    std::string why;
+    auto c = checkpoint::read_uts_ipc(ns[0].get(), ns[1].get(), *fresh_ipc_, &why);
+    if (!c) log::debug("migrate: " + id_ + "'s IPC namespace is dumped by CRIU: " + why);
+    return c;
+  } catch (const Error& e) {
+    log::warn("migrate: " + id_ + "'s UTS and IPC namespaces are dumped by CRIU: " + e.what());
+    return std::nullopt;
+  }
+}
+
+std::vector<UniqueFd> CriuSource::criu_in_container_namespaces(checkpoint::DumpOptions& o,
+                                                               NamespacesAnew anew) const {
+  // CRIU runs in the container's namespaces that move as new ones and so
+  // leaves them alone. The network namespace: no lock (nothing in it to
+  // guard: no address, no route, so no connection), no dump; the
+  // destination makes a new one (CarriedState::new_netns_outside_images).
+  // Its iptables method is CRIU's no-op for a namespace it does not dump;
+  // nftables would still make a table for connection locks (and cost
+  // 0.05-0.09 s to set up and take down in a guest under load). The UTS
+  // and IPC namespaces: not forked into and dumped (uts_ipc_anew.hpp).
+  std::vector<UniqueFd> fds = container_namespaces(anew);
+  for (const UniqueFd& fd : fds) o.criu_namespace_fds.push_back(fd.get());
+  if (anew.net) o.nftables_network_lock = false;
+  return fds;
+}
+
+std::vector<UniqueFd> CriuSource::container_namespaces(NamespacesAnew anew) const {
+  std::vector<const char*> types;
+  if (anew.net) types.push_back("net");
+  if (anew.uts_ipc) types.insert(types.end(), {"uts", "ipc"});
+  std::vector<UniqueFd> out;
+  for (const char* type : types) {
+    const std::string path = "/proc/" + std::to_string(src_.pid) + "/ns/" + type;
+    UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) throw_errno("the " + std::string(type) + " namespace of container " + id_ + " (" + path + ")");
+    out.push_back(std::move(fd));
+  }
+  return out;
 }
 
 void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
@@ -308,30 +355,28 @@ void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
   r.output.reset(::openat(work.get(), "dump.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!r.output) throw_errno("open " + images_dir + ".work/dump.log");
   s.output_fd = r.output.get();
-  if (!fresh_netns_.empty()) {
-    const std::string path = "/proc/" + std::to_string(src_.pid) + "/ns/net";
-    r.netns.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!r.netns) throw_errno("the network namespace of container " + id_ + " (" + path + ")");
-    s.netns_fd = r.netns.get();
-  }
+  r.namespaces = container_namespaces({.net = !fresh_netns_.empty(), .uts_ipc = fresh_ipc_.has_value()});
+  for (const UniqueFd& fd : r.namespaces) s.namespace_fds.push_back(fd.get());
   r.criu = std::make_unique<checkpoint::StartedDump>(s);
   log::debug("migrate: " + id_ + ": the final dump's CRIU waits (pid " +
              std::to_string(r.criu->pid()) + ")");
   ready_dump_ = std::move(r);
 }
 
-void CriuSource::write_carried_state(const std::string& images_dir,
-                                     const NetnsAtFreeze& net) const {
+void CriuSource::write_carried_state(
+    const std::string& images_dir, const NetnsAtFreeze& net,
+    const std::optional<checkpoint::UtsIpcContent>& uts_ipc) const {
   checkpoint::CarriedState c = checkpoint::carried_state_of(src_.state, src_.paused);
   c.net_sysctls = net.carried;
   c.new_netns_outside_images = net.moves_empty;
+  c.uts_ipc_outside_images = uts_ipc;
   checkpoint::write_carried_state(images_dir, c);
 }
 
 void CriuSource::run_dump(
     void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
     const std::string& images_dir, std::string parent, int page_fd, const char* log,
-    bool final_dump, ParentPages parent_pages, bool netns_empty) {
+    bool final_dump, ParentPages parent_pages, NamespacesAnew anew) {
   // Checking CRIU's parent pages is the page filter's work: without it, the
   // dump takes no parent and CRIU sends every page.
   const bool check_parent = parent_pages == ParentPages::Check && !parent.empty();
@@ -360,8 +405,7 @@ void CriuSource::run_dump(
   }
   // A migration's dumps lift their lock themselves (network_lock.hpp).
   o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
-  UniqueFd netns;
-  if (netns_empty) netns = criu_in_container_netns(o);
+  std::vector<UniqueFd> namespaces = criu_in_container_namespaces(o, anew);
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of
   // the channel, the caller keeps its own.
@@ -389,7 +433,8 @@ void CriuSource::run_dump(
   log::debug("migrate: " + id_ + ": CRIU's " + log + " ended");
   if (dedup) last_round_.dedup = dedup->finish();
   last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);
-  last_round_.netns_moved_empty = netns_empty;
+  last_round_.netns_moved_empty = anew.net;
+  last_round_.uts_ipc_made_anew = anew.uts_ipc;
 }
 
 std::vector<pid_t> CriuSource::container_pids() const {
@@ -410,7 +455,7 @@ void CriuSource::pre_dump(const std::string& images_dir, const std::string& pare
   // A pre-dump must not leave the container frozen: CRIU restores the
   // freezer state it found, which is "running" here.
   run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log", false,
-           ParentPages::Trust);
+           ParentPages::Trust, NamespacesAnew{});
 }
 
 void CriuSource::freeze() {
@@ -427,16 +472,18 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
   // puts it back to frozen after the dump instead of letting it run.
   // What CRIU does not carry goes with the images (streamed like them).
   const NetnsAtFreeze net = check_netns();
-  write_carried_state(images_dir, net);
+  const std::optional<checkpoint::UtsIpcContent> uts_ipc = check_uts_ipc();
+  write_carried_state(images_dir, net, uts_ipc);
   run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true, parent_pages,
-           net.moves_empty);
+           {.net = net.moves_empty, .uts_ipc = uts_ipc.has_value()});
   last_round_.net_sysctls_carried = net.carried.size();
   last_round_.netns_read_ahead = net.read_ahead;
 }
 
 std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {
   const NetnsAtFreeze net = check_netns();
-  write_carried_state(images_dir, net);
+  const std::optional<checkpoint::UtsIpcContent> uts_ipc = check_uts_ipc();
+  write_carried_state(images_dir, net, uts_ipc);
   UniqueFd images = open_dir(images_dir);
   UniqueFd work = open_dir(images_dir + ".work");
   checkpoint::DumpOptions o = src_.base;
@@ -446,10 +493,10 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   o.leave_running = true;
   checkpoint::add_recreated_mounts(o, src_, images_dir);
   o.plugins = needs_verbs_plugin();
-  UniqueFd netns;
-  if (net.moves_empty) netns = criu_in_container_netns(o);
+  std::vector<UniqueFd> namespaces =
+      criu_in_container_namespaces(o, {.net = net.moves_empty, .uts_ipc = uts_ipc.has_value()});
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
-                                        std::move(page_fd), std::move(netns));
+                                        std::move(page_fd), std::move(namespaces));
 }
 
 void CriuSource::resume() {

@@ -9,6 +9,7 @@
 #include "checkpoint/container_checkpoint.hpp"
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/fresh_netns.hpp"
+#include "checkpoint/uts_ipc_anew.hpp"
 #include "migrate/inventory.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/sides.hpp"
@@ -55,14 +56,23 @@ class CriuSource : public SourceSide {
     return zero_runs_;
   }
   RoundStats last_round() const override { return last_round_; }
+  // With a destination that makes them, a final dump leaves the
+  // container's UTS and IPC namespaces out when its IPC namespace holds no
+  // SysV object (check_uts_ipc).
+  void destination_makes_uts_ipc(bool yes) override;
 
  private:
+  // Which of the container's namespaces a final dump leaves out of the
+  // images, for the destination to make anew: CRIU runs in them.
+  struct NamespacesAnew {
+    bool net = false;      // check_netns
+    bool uts_ipc = false;  // check_uts_ipc
+  };
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
-  // sibling as work dir, pages to page_fd; netns_empty: the container's
-  // network namespace is left out (check_netns).
+  // sibling as work dir, pages to page_fd, leaving out the namespaces anew.
   void run_dump(void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
                 const std::string& images_dir, std::string parent, int page_fd, const char* log,
-                bool final_dump, ParentPages parent_pages, bool netns_empty = false);
+                bool final_dump, ParentPages parent_pages, NamespacesAnew anew);
   // The processes in the container's cgroup (host pids).
   std::vector<pid_t> container_pids() const;
   // Does a final dump need CRIU's verbs plugin (a task holds a verbs
@@ -81,23 +91,34 @@ class CriuSource : public SourceSide {
     bool read_ahead = false;  // RoundStats::netns_read_ahead
   };
   NetnsAtFreeze check_netns();
-  // Points o at the container's network namespace for CRIU to run in (a
-  // namespace moved as a new one); returns the fd o now refers to.
-  UniqueFd criu_in_container_netns(checkpoint::DumpOptions& o) const;
+  // The container's UTS and IPC namespaces at the freeze: what they hold,
+  // when the destination can make them anew holding it (nullopt: CRIU
+  // dumps them; checkpoint/uts_ipc_anew.hpp).
+  std::optional<checkpoint::UtsIpcContent> check_uts_ipc();
+  // The container's namespaces that CRIU is to run in, in the order
+  // DumpOptions::criu_namespace_fds and StartedDump compare them (net,
+  // uts, ipc).
+  std::vector<UniqueFd> container_namespaces(NamespacesAnew anew) const;
+  // Points o at them for CRIU to run in, and drops the network lock CRIU
+  // would still set up for a network namespace it does not dump; returns
+  // the fds o now refers to.
+  std::vector<UniqueFd> criu_in_container_namespaces(checkpoint::DumpOptions& o,
+                                                     NamespacesAnew anew) const;
   // The final dump made ready before the freeze (prepare_dump): for
-  // images_dir and page_fd, CRIU in the container's network namespace when
-  // that is expected to move as a new one (check_netns decides in the
-  // window; where it decides otherwise, the dump starts a CRIU of its own).
+  // images_dir and page_fd, CRIU in the container's namespaces that are
+  // expected to be made anew (check_netns and check_uts_ipc decide in the
+  // window; where they decide otherwise, the dump starts a CRIU of its own).
   struct ReadyDump {
     std::string images_dir;
     int page_fd = -1;
     std::optional<PageDedupRelay::Ends> relay_ends;  // with the page filter
     UniqueFd output;                                // CRIU's stdout/stderr: dump.log
-    UniqueFd netns;                                 // where CRIU runs, when not ours
+    std::vector<UniqueFd> namespaces;               // where CRIU runs, when not ours
     std::unique_ptr<checkpoint::StartedDump> criu;
   };
-  // crx's carried state, with what check_netns() found.
-  void write_carried_state(const std::string& images_dir, const NetnsAtFreeze& net) const;
+  // crx's carried state, with what check_netns() and check_uts_ipc() found.
+  void write_carried_state(const std::string& images_dir, const NetnsAtFreeze& net,
+                           const std::optional<checkpoint::UtsIpcContent>& uts_ipc) const;
   container::GlobalOptions g_;
   std::string id_;
   bool tcp_established_ = false;
@@ -112,6 +133,12 @@ class CriuSource : public SourceSide {
   // check_netns() reads at the freeze only what may have changed; used
   // once.
   std::optional<checkpoint::NetnsWatch> netns_watch_;
+  // The container made its own UTS and IPC namespaces (no user namespace).
+  bool own_uts_ipc_ = false;
+  // The IPC sysctls of a new namespace on this host, taken before the
+  // freeze when the destination makes UTS and IPC namespaces anew and the
+  // container has its own; nullopt otherwise (CRIU dumps them).
+  std::optional<checkpoint::IpcSysctls> fresh_ipc_;
   std::optional<ReadyDump> ready_dump_;
   // What the destination's page images hold (page_dedup.hpp), kept across
   // this migration's rounds.

@@ -106,6 +106,7 @@ std::string to_json(const Acceptance& a) {
   if (a.prepare_seconds > 0) j["prepare_seconds"] = a.prepare_seconds;
   if (a.final_round_ahead) j["final_round_ahead"] = true;
   if (a.zero_runs) j["zero_runs"] = true;
+  if (a.uts_ipc_anew) j["uts_ipc_anew"] = true;
   return j.dump();
 }
 
@@ -119,6 +120,7 @@ Acceptance parse_acceptance(const std::string& text) {
     throw Error("malformed accept frame: \"prepare_seconds\" is negative", Cause::Invalid);
   a.final_round_ahead = opt<bool>(j, w, "final_round_ahead", false);
   a.zero_runs = opt<bool>(j, w, "zero_runs", false);
+  a.uts_ipc_anew = opt<bool>(j, w, "uts_ipc_anew", false);
   return a;
 }
 

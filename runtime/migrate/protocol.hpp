@@ -90,6 +90,10 @@ struct Acceptance {
   // The receiver decodes a page channel in frames (zero_runs.hpp). An
   // older receiver never says this: the sender's channel stays unframed.
   bool zero_runs = false;
+  // The receiver makes the UTS and IPC namespaces that the images leave
+  // out, holding what crx carried (checkpoint/uts_ipc_anew.hpp). An older
+  // receiver never says this: the sender's CRIU then dumps them.
+  bool uts_ipc_anew = false;
 };
 
 struct RoundStart {

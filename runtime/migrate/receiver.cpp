@@ -67,6 +67,7 @@ class Receiver {
                                dest_.can_fill_after_resume();
       accept_.final_round_ahead = true;  // a Frozen frame tells when the window opens
       accept_.zero_runs = true;          // page channels may come in frames (zero_runs.hpp)
+      accept_.uts_ipc_anew = true;       // PreparedRestore makes them (uts_ipc_anew.hpp)
       make_session_dir();
       // Before the Accept: the sender freezes right after it when it runs
       // no pre-copy round. A bundle still to come is prepared once here.

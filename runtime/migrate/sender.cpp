@@ -148,6 +148,7 @@ class Sender {
     // Frames only where the receiver decodes them and this side has a page
     // filter to write them (zero_runs.hpp).
     zero_runs_ = src_.zero_runs(a.zero_runs);
+    src_.destination_makes_uts_ipc(a.uts_ipc_anew);
     // Negotiated: a receiver that does not say "lazy" (an older crx ignores
     // the manifest's field) would wait for the memory in the final round.
     if (o_.manifest.lazy && !a.lazy)
@@ -364,6 +365,7 @@ class Sender {
       r.netns_moved_empty = stats.netns_moved_empty;
       r.net_sysctls_carried = stats.net_sysctls_carried;
       r.netns_read_ahead = stats.netns_read_ahead;
+      r.uts_ipc_made_anew = stats.uts_ipc_made_anew;
       r.criu = stats.criu;
     }
     double criu_s = seconds_since(c0);

@@ -31,6 +31,9 @@ struct RoundStats {
   // its configuration was announced changed since (checkpoint::NetnsWatch):
   // only its sysctls were read in the frozen window.
   bool netns_read_ahead = false;
+  // Final dump: the container's UTS and IPC namespaces were left out of
+  // the images; crx carries what they held (checkpoint/uts_ipc_anew.hpp).
+  bool uts_ipc_made_anew = false;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU
@@ -108,6 +111,11 @@ class SourceSide {
   // whether the destination decodes that. Only a side with a page filter
   // can; pure, so that a wrapper forwards it.
   virtual bool zero_runs(bool destination_decodes) = 0;
+  // Once, before the first round: whether the destination makes the UTS
+  // and IPC namespaces a final dump may leave out (Acceptance::
+  // uts_ipc_anew). Pure as well: a wrapper that forgot it would leave them
+  // to CRIU.
+  virtual void destination_makes_uts_ipc(bool yes) = 0;
   // The last pre_dump's or dump's account, for the report. Pure as well:
   // a wrapper that forgot it would report every round as unfiltered.
   virtual RoundStats last_round() const = 0;

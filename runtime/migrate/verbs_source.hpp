@@ -50,6 +50,7 @@ class VerbsSource : public SourceSide {
     return inner_.lazy_dump(images_dir, std::move(page_fd));
   }
   bool zero_runs(bool destination_decodes) override { return inner_.zero_runs(destination_decodes); }
+  void destination_makes_uts_ipc(bool yes) override { inner_.destination_makes_uts_ipc(yes); }
   RoundStats last_round() const override { return inner_.last_round(); }
 
  private:

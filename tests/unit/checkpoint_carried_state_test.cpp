@@ -72,6 +72,26 @@ TEST(CarriedState, SaysWhenTheNetworkNamespaceIsNotInTheImages) {
                crx::Error);
 }
 
+TEST(CarriedState, CarriesWhatTheUtsAndIpcNamespacesHeldWhenNotInTheImages) {
+  CarriedState c = crx::checkpoint::carried_state_of(updated_container(), false);
+  EXPECT_FALSE(c.to_json().contains("uts_ipc_outside_images")) << "none: as older crx wrote it";
+  EXPECT_FALSE(CarriedState::from_json(c.to_json()).uts_ipc_outside_images);
+  c.uts_ipc_outside_images = crx::checkpoint::UtsIpcContent{
+      "web-1", "example", {{"kernel/shmmax", "12345678"}, {"kernel/sem", "250\t32000\t64\t200"}}};
+  auto back = CarriedState::from_json(c.to_json()).uts_ipc_outside_images;
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->hostname, "web-1");
+  EXPECT_EQ(back->domainname, "example");
+  EXPECT_EQ(back->ipc_sysctls, c.uts_ipc_outside_images->ipc_sysctls);
+  for (const char* bad : {R"({"uts_ipc_outside_images": true})",
+                          R"({"uts_ipc_outside_images": {"domainname": ""}})",
+                          R"({"uts_ipc_outside_images": {"hostname": 1, "domainname": ""}})",
+                          R"({"uts_ipc_outside_images": {"hostname": "h", "domainname": "",
+                              "ipc_sysctls": {"kernel/shmmax": 1}}})"}) {
+    EXPECT_THROW(CarriedState::from_json(nlohmann::json::parse(bad)), crx::Error) << bad;
+  }
+}
+
 TEST(CarriedState, ReplacesOnlyTheResourcesOfTheBundlesConfig) {
   auto bundle = nlohmann::json::parse(R"({
     "ociVersion": "1.0.2", "process": {"args": ["sh"]},

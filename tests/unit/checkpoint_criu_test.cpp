@@ -112,7 +112,7 @@ TEST(CheckpointCriu, StartedDumpRunsOnlyARequestItWasStartedFor) {
     ASSERT_TRUE(ns);
     if (unfit == 1) {
       o = dump_to(a.get(), dir.get());
-      o.criu_netns_fd = ns.get();  // started with none given
+      o.criu_namespace_fds = {ns.get()};  // started with none given
     }
     EXPECT_FALSE(d.run(o)) << unfit;
     EXPECT_EQ(d.pid(), -1);

@@ -201,36 +201,48 @@ TEST(ChildProcess, StartsWithNoSignalBlockedWhenAsked) {
   EXPECT_EQ(unblocked, "SigBlk:\t0000000000000000\n");
 }
 
-TEST(ChildProcess, JoinsTheNetworkNamespaceGivenBeforeExec) {
+TEST(ChildProcess, JoinsTheNamespacesGivenBeforeExec) {
   if (::geteuid() != 0) GTEST_SKIP() << "setns needs CAP_SYS_ADMIN";
-  // A new namespace, made by a thread of its own and held by an fd.
-  crx::UniqueFd netns;
+  // New namespaces of two types, made by a thread of its own and held by fds.
+  crx::UniqueFd netns, uts;
   std::thread([&] {
-    if (::unshare(CLONE_NEWNET) == 0)
-      netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    if (::unshare(CLONE_NEWNET | CLONE_NEWUTS) != 0) return;
+    netns.reset(::open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC));
+    uts.reset(::open("/proc/thread-self/ns/uts", O_RDONLY | O_CLOEXEC));
   }).join();
   ASSERT_TRUE(netns);
-  struct stat want{}, ours{};
-  ASSERT_EQ(::fstat(netns.get(), &want), 0);
-  ASSERT_EQ(::stat("/proc/self/ns/net", &ours), 0);
-  ASSERT_NE(want.st_ino, ours.st_ino);
+  ASSERT_TRUE(uts);
+  auto inode = [](int fd) {
+    struct stat st{};
+    EXPECT_EQ(::fstat(fd, &st), 0);
+    return std::to_string(st.st_ino);
+  };
+  auto our_inode = [](const char* path) {
+    struct stat st{};
+    EXPECT_EQ(::stat(path, &st), 0);
+    return std::to_string(st.st_ino);
+  };
+  ASSERT_NE(inode(netns.get()), our_inode("/proc/self/ns/net"));
+  ASSERT_NE(inode(uts.get()), our_inode("/proc/self/ns/uts"));
+  const std::vector<std::string> argv = {"stat", "-L", "-c", "%i", "/proc/self/ns/net",
+                                         "/proc/self/ns/uts"};
   SpawnOptions o;
-  o.netns_fd = netns.get();
+  o.namespace_fds = {netns.get(), uts.get()};
   int status = 0;
-  std::string out = output_of({"stat", "-L", "-c", "%i", "/proc/self/ns/net"}, o, &status);
-  EXPECT_EQ(out, std::to_string(want.st_ino) + "\n");
-  // Without it the child stays in ours.
-  out = output_of({"stat", "-L", "-c", "%i", "/proc/self/ns/net"}, SpawnOptions{}, &status);
-  EXPECT_EQ(out, std::to_string(ours.st_ino) + "\n");
+  std::string out = output_of(argv, o, &status);
+  EXPECT_EQ(out, inode(netns.get()) + "\n" + inode(uts.get()) + "\n");
+  // Without them the child stays in ours.
+  out = output_of(argv, SpawnOptions{}, &status);
+  EXPECT_EQ(out, our_inode("/proc/self/ns/net") + "\n" + our_inode("/proc/self/ns/uts") + "\n");
 }
 
-TEST(ChildProcess, ANetworkNamespaceItCannotJoinIsAnErrorWithItsErrno) {
+TEST(ChildProcess, ANamespaceItCannotJoinIsAnErrorWithItsErrno) {
   crx::UniqueFd not_a_namespace(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(not_a_namespace);
   SpawnOptions o;
-  o.netns_fd = not_a_namespace.get();
+  o.namespace_fds = {not_a_namespace.get()};
   crx::Error e = spawn_error({"true"}, o);
-  EXPECT_STREQ(e.what(), "joining the network namespace for true: Invalid argument");
+  EXPECT_STREQ(e.what(), "joining a namespace for true: Invalid argument");
   EXPECT_EQ(e.sys_errno(), EINVAL);
 }
 

@@ -199,6 +199,9 @@ struct FakeSource : SourceSide {
     destination_decodes = decodes;
     return decodes && has_page_filter;
   }
+  // What the receiver's Acceptance said of UTS and IPC namespaces.
+  std::optional<bool> destination_makes_uts_ipc_;
+  void destination_makes_uts_ipc(bool yes) override { destination_makes_uts_ipc_ = yes; }
   // As CriuSource would say: from the second round on, 512 pages were at
   // the destination already (the page filter); CRIU kept the container
   // frozen 0.25 s per round (its stats-dump).
@@ -213,6 +216,7 @@ struct FakeSource : SourceSide {
       s.netns_moved_empty = true;  // its network namespace as a new one
       s.net_sysctls_carried = 2;   // and two sysctls crx carried
       s.netns_read_ahead = true;   // its configuration read before the freeze
+      s.uts_ipc_made_anew = true;  // its UTS and IPC namespaces left out
     }
     s.criu.emplace();
     s.criu->frozen_seconds = 0.25;
@@ -548,6 +552,12 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
       << r.sender.to_text();
   EXPECT_NE(r.sender.to_json().find("\"network_namespace_read_before_freeze\":true"),
             std::string::npos);
+  EXPECT_FALSE(r.sender.rounds[0].uts_ipc_made_anew);
+  EXPECT_TRUE(r.sender.rounds[3].uts_ipc_made_anew);
+  EXPECT_NE(r.sender.to_text().find("UTS and IPC namespaces made anew, their content carried by crx"),
+            std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"uts_ipc_namespaces_made_anew\":true"), std::string::npos);
   // And CRIU's own account of each round.
   ASSERT_TRUE(r.sender.rounds[3].criu);
   EXPECT_DOUBLE_EQ(r.sender.rounds[3].criu->frozen_seconds, 0.25);
@@ -909,6 +919,7 @@ TEST(MigrateProtocol, AnOlderReceiverGetsTheFinalRoundAfterTheFreeze) {
   EXPECT_FALSE(start.ahead);
   EXPECT_FALSE(start.zero_runs);  // it never said it decodes frames
   EXPECT_EQ(src.destination_decodes, false);
+  EXPECT_EQ(src.destination_makes_uts_ipc_, false);  // nor that it makes them
   EXPECT_TRUE(frozen_first);
   EXPECT_EQ(rep.outcome, "rolled back");
   EXPECT_EQ(src.resumes, 1);
@@ -964,6 +975,7 @@ TEST(MigrateProtocol, EveryRoundsPageChannelIsFramedWhereBothEndsCan) {
   Outcome r = h.run();
   ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
   EXPECT_EQ(h.src.destination_decodes, true);
+  EXPECT_EQ(h.src.destination_makes_uts_ipc_, true);
   EXPECT_EQ(h.dst.framed_rounds, (std::vector<bool>{true, true, true}));
   const std::string json = r.sender.to_json();
   EXPECT_NE(json.find("\"zero_page_bytes\":12288"), std::string::npos) << json;

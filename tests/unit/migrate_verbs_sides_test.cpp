@@ -69,6 +69,7 @@ struct FakeSource : SourceSide {
   }
   crx::migrate::RoundStats last_round() const override { return {}; }
   bool zero_runs(bool decodes) override { return decodes; }
+  void destination_makes_uts_ipc(bool) override {}
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
   std::vector<std::string> parents;  // given to each pre-dump and dump, in order

@@ -262,6 +262,11 @@ class MigrateTest(Receiving, Base):
         pid = json.loads(self.sh(tb, 0, f"{CRX} state c1"))["pid"]
         self.sh(tb, 0, f"nsenter -t {pid} -n sysctl -qw net.ipv4.ip_unprivileged_port_start=80 "
                        "net.ipv4.conf.lo.forwarding=1")
+        # Its UTS and IPC namespaces hold a name and a sysctl of their own
+        # and no SysV object: they are made anew at the destination with
+        # those (checkpoint/uts_ipc_anew.hpp).
+        self.sh(tb, 0, f"nsenter -t {pid} -u -i sh -c 'hostname crx-moved && "
+                       "sysctl -qw kernel.shmmax=12345678'")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb, "--pre-copy 2")
         rrc, rout, rerr = tb.wait(rh, timeout=300)
@@ -299,6 +304,7 @@ class MigrateTest(Receiving, Base):
         # Read while the container ran; nothing changed before the freeze,
         # so only its sysctls were read in the window (NetnsWatch).
         self.assertTrue(rounds[-1].get("network_namespace_read_before_freeze"), rounds[-1])
+        self.assertTrue(rounds[-1].get("uts_ipc_namespaces_made_anew"), rounds[-1])
         final_criu = rounds[-1]["criu"]
         self.assertGreater(final_criu["frozen_seconds"], 0, final_criu)
         self.assertLessEqual(final_criu["memdump_seconds"], final_criu["frozen_seconds"], final_criu)
@@ -325,6 +331,14 @@ class MigrateTest(Receiving, Base):
         self.assertNotEqual(ns[0], ns[1], "the restored container is in the host's namespace")
         self.assertEqual(self.sh(tb, 1, "sysctl -n net.ipv4.ip_unprivileged_port_start").strip(),
                          "1024")
+        # The same for its UTS and IPC namespaces: new ones, not the host's,
+        # holding the name and the sysctl crx carried.
+        got = self.sh(tb, 1, f"nsenter -t {pid} -u -i sh -c 'hostname; sysctl -n kernel.shmmax'")
+        self.assertEqual(got.split(), ["crx-moved", "12345678"], "the carried UTS and IPC content")
+        for ns_type in ("uts", "ipc"):
+            ns = self.sh(tb, 1, f"readlink /proc/{pid}/ns/{ns_type} /proc/1/ns/{ns_type}").split()
+            self.assertNotEqual(ns[0], ns[1], f"the restored container is in the host's {ns_type}")
+        self.assertNotEqual(self.sh(tb, 1, "hostname").strip(), "crx-moved")
         # The mounts crx made again at the destination instead of CRIU
         # (runtime/checkpoint/recreated_*): masked dirs empty and read-only,
         # /dev/shm writable, /dev with its devices.
@@ -356,6 +370,9 @@ class MigrateTest(Receiving, Base):
                        "ip addr add 10.78.0.5/32 dev lo && ip route add 10.78.1.0/24 dev lo && "
                        "iptables -w -A INPUT -s 10.78.0.9 -j DROP && "
                        "sysctl -qw net.ipv4.tcp_keepalive_time=1234'")
+        # And its IPC namespace holds a SysV segment: CRIU dumps the UTS and
+        # IPC namespaces too, the segment with its contents.
+        self.sh(tb, 0, f"nsenter -t {pid} -i ipcmk --shmem 8192")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
         rrc, rout, rerr = tb.wait(rh, timeout=300)
@@ -367,7 +384,10 @@ class MigrateTest(Receiving, Base):
         self.assertEqual(report["rounds"][-1].get("network_sysctls_carried"), 1, report["rounds"][-1])
         self.assertTrue(report["rounds"][-1].get("network_namespace_read_before_freeze"),
                         report["rounds"][-1])
+        self.assertNotIn("uts_ipc_namespaces_made_anew", report["rounds"][-1])
         pid = json.loads(self.sh(tb, 1, f"{CRX} state c1"))["pid"]
+        self.assertIn("8192", self.sh(tb, 1, f"nsenter -t {pid} -i ipcs -m"),
+                      "the SysV segment did not come along")
         ns = self.sh(tb, 1, f"nsenter -t {pid} -n sh -c 'ip addr show lo; ip route show; "
                             "iptables -w -S INPUT; sysctl net.ipv4.tcp_keepalive_time'")
         for what in ("LOOPBACK,UP", "10.78.0.5/32", "10.78.1.0/24 dev lo", "-s 10.78.0.9/32 -j DROP",

@@ -139,10 +139,12 @@ bool wait_for_frozen_state(const std::string& dir, bool frozen) {
     if (n < 0) throw_errno("cgroup: read " + path);
     auto ev = fs::parse_flat_keyed(std::string(buf, static_cast<size_t>(n)));
     if ((ev["frozen"] == 1) == frozen) return true;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left <= 0ms) return false;
+    const int wait_ms = static_cast<int>(std::min(left, 100ms).count());
     struct pollfd p{fd.get(), POLLPRI, 0};
-    if (retry_eintr([&] { return ::poll(&p, 1, static_cast<int>(std::min(left, 100ms).count())); }) < 0)
+    if (retry_eintr([&] { return ::poll(&p, 1, wait_ms); }) < 0)
       throw_errno("cgroup: poll " + path);
   }
 }

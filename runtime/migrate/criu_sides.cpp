@@ -322,7 +322,10 @@ std::vector<UniqueFd> CriuSource::container_namespaces(NamespacesAnew anew) cons
   for (const char* type : types) {
     const std::string path = "/proc/" + std::to_string(src_.pid) + "/ns/" + type;
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (!fd) throw_errno("the " + std::string(type) + " namespace of container " + id_ + " (" + path + ")");
+    if (!fd) {
+      throw_errno("the " + std::string(type) + " namespace of container " + id_ + " (" + path +
+                  ")");
+    }
     out.push_back(std::move(fd));
   }
   return out;
@@ -355,7 +358,8 @@ void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
   r.output.reset(::openat(work.get(), "dump.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!r.output) throw_errno("open " + images_dir + ".work/dump.log");
   s.output_fd = r.output.get();
-  r.namespaces = container_namespaces({.net = !fresh_netns_.empty(), .uts_ipc = fresh_ipc_.has_value()});
+  r.namespaces =
+      container_namespaces({.net = !fresh_netns_.empty(), .uts_ipc = fresh_ipc_.has_value()});
   for (const UniqueFd& fd : r.namespaces) s.namespace_fds.push_back(fd.get());
   r.criu = std::make_unique<checkpoint::StartedDump>(s);
   log::debug("migrate: " + id_ + ": the final dump's CRIU waits (pid " +

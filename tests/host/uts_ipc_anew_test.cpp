@@ -42,8 +42,10 @@ struct UtsIpcChild {
     char ok = 0;
     ssize_t n = ::read(p[0], &ok, 1);
     ::close(p[0]);
-    if (pid < 0 || n != 1 || !ok) throw Error("a process in new UTS and IPC namespaces", Cause::Other);
-    Result r = run_sh("nsenter -t " + std::to_string(pid) + " -u -i sh -c " + shell_quoted(command));
+    if (pid < 0 || n != 1 || !ok)
+      throw Error("a process in new UTS and IPC namespaces", Cause::Other);
+    Result r =
+        run_sh("nsenter -t " + std::to_string(pid) + " -u -i sh -c " + shell_quoted(command));
     if (r.status != 0) throw Error(command + ": " + r.err, Cause::Other);
   }
   ~UtsIpcChild() {

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/error.hpp"
+#include "common/fs.hpp"
 #include "common/retry_eintr.hpp"
 
 namespace crx::checkpoint {
@@ -55,23 +56,11 @@ void on_thread_in(std::initializer_list<int> joined, int unshare_flags,
   if (error) std::rethrow_exception(error);
 }
 
-// A file's text without its trailing newline; nullopt when it does not
-// exist. Throws Error with the errno of any other failure.
+// A file's text without its trailing newline; nullopt when it cannot be
+// opened (a sysctl this kernel lacks).
 std::optional<std::string> read_text(const std::string& path) {
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd) {
-    if (errno == ENOENT) return std::nullopt;
-    throw_errno("open " + path);
-  }
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = retry_eintr([&] { return ::read(fd.get(), buf, sizeof buf); });
-    if (n < 0) throw_errno("read " + path);
-    if (n == 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  while (!out.empty() && out.back() == '\n') out.pop_back();
+  std::optional<std::string> out = read_file_if_present(path);
+  while (out && !out->empty() && out->back() == '\n') out->pop_back();
   return out;
 }
 

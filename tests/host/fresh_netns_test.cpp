@@ -156,21 +156,7 @@ TEST(FreshNetns, ChangedSysctlsAreCarriedApartFromTheConfiguration) {
 // killed and reaped at the end.
 struct NetnsChild {
   pid_t pid = -1;
-  NetnsChild() {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe2");
-    pid = ::fork();
-    if (pid == 0) {
-      char ok = ::unshare(CLONE_NEWNET) == 0 ? 1 : 0;
-      (void)!::write(p[1], &ok, 1);
-      for (;;) ::pause();
-    }
-    ::close(p[1]);
-    char ok = 0;
-    ssize_t n = ::read(p[0], &ok, 1);
-    ::close(p[0]);
-    if (pid < 0 || n != 1 || !ok) throw Error("a process in a new network namespace", Cause::Other);
-  }
+  NetnsChild() : pid(fork_into_new_namespaces(CLONE_NEWNET)) {}
   ~NetnsChild() {
     if (pid <= 0) return;
     ::kill(pid, SIGKILL);

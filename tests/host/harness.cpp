@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -14,6 +16,8 @@
 #include <functional>
 #include <fstream>
 #include <sstream>
+
+#include "common/error.hpp"
 
 namespace crx::test {
 
@@ -183,6 +187,28 @@ bool process_gone(pid_t pid) {
   if (stat.empty()) return true;
   auto close = stat.rfind(')');
   return close != std::string::npos && close + 2 < stat.size() && (stat[close + 2] == 'Z' || stat[close + 2] == 'X');
+}
+
+pid_t fork_into_new_namespaces(int clone_flags) {
+  int p[2];
+  if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe2");
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    char ok = ::unshare(clone_flags) == 0 ? 1 : 0;
+    (void)!::write(p[1], &ok, 1);
+    for (;;) ::pause();
+  }
+  ::close(p[1]);
+  char ok = 0;
+  ssize_t n = pid > 0 ? ::read(p[0], &ok, 1) : 0;
+  ::close(p[0]);
+  if (n == 1 && ok) return pid;
+  if (pid > 0) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+  }
+  throw Error("a process in new namespaces (unshare " + std::to_string(clone_flags) + ")",
+              Cause::Other);
 }
 
 void force_delete(const std::string& id) { run_crx({"delete", "--force", id}); }

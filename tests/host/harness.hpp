@@ -62,6 +62,10 @@ void write_text(const std::string& path, const std::string& text);
 nlohmann::json state_of(const std::string& id);
 // True when pid no longer runs (gone, or a zombie not yet reaped).
 bool process_gone(pid_t pid);
+// A child that left this process's namespaces for new ones
+// (unshare(clone_flags)) and waits there, until killed; its pid. Throws
+// Error when it could not. The caller kills and reaps it.
+pid_t fork_into_new_namespaces(int clone_flags);
 
 // `crx ... args` with stdout on /dev/null and stdin closed, for commands that
 // leave a process behind (run -d, exec -d); stderr comes back in err.

@@ -29,29 +29,21 @@ using checkpoint::UtsIpcContent;
 // shell command run in them.
 struct UtsIpcChild {
   pid_t pid = -1;
-  explicit UtsIpcChild(const std::string& command) {
-    int p[2];
-    if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe2");
-    pid = ::fork();
-    if (pid == 0) {
-      char ok = ::unshare(CLONE_NEWUTS | CLONE_NEWIPC) == 0 ? 1 : 0;
-      (void)!::write(p[1], &ok, 1);
-      for (;;) ::pause();
-    }
-    ::close(p[1]);
-    char ok = 0;
-    ssize_t n = ::read(p[0], &ok, 1);
-    ::close(p[0]);
-    if (pid < 0 || n != 1 || !ok)
-      throw Error("a process in new UTS and IPC namespaces", Cause::Other);
+  explicit UtsIpcChild(const std::string& command)
+      : pid(fork_into_new_namespaces(CLONE_NEWUTS | CLONE_NEWIPC)) {
     Result r =
         run_sh("nsenter -t " + std::to_string(pid) + " -u -i sh -c " + shell_quoted(command));
-    if (r.status != 0) throw Error(command + ": " + r.err, Cause::Other);
+    if (r.status != 0) {
+      end();  // no destructor runs for a throwing constructor
+      throw Error(command + ": " + r.err, Cause::Other);
+    }
   }
-  ~UtsIpcChild() {
+  ~UtsIpcChild() { end(); }
+  void end() {
     if (pid <= 0) return;
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
+    pid = -1;
   }
   UniqueFd ns(const char* type) const {
     std::string path = "/proc/" + std::to_string(pid) + "/ns/" + type;

@@ -116,7 +116,11 @@ NewUtsIpc new_uts_ipc(const UtsIpcContent& c) {
       throw_errno("setting the hostname \"" + c.hostname + "\" of the new UTS namespace");
     if (::setdomainname(c.domainname.data(), c.domainname.size()) != 0)
       throw_errno("setting the domain name \"" + c.domainname + "\" of the new UTS namespace");
-    for (const auto& [path, value] : c.ipc_sysctls) {
+    // Not structured bindings: clang before 16 does not let the write's
+    // lambda capture them (the sanitizer build's compiler).
+    for (const auto& sysctl : c.ipc_sysctls) {
+      const std::string& path = sysctl.first;
+      const std::string& value = sysctl.second;
       // Only the names above: a path from the images must not reach
       // anything else under /proc/sys.
       bool known = false;

@@ -23,9 +23,11 @@
 // then nr_pages * 4096 bytes for data records. nr_pages is u32 up to CRIU
 // 4.1 and u64 from 4.2 (the header grows from 24 to 32 bytes), so the
 // layout follows the source's CRIU version. Answers: 1 byte after OPEN2
-// (whether the destination's round has a parent), 4 after PARENT and
-// after CLOSE or FORCE_CLOSE (the page server's status; CRIU given its
-// socket, as crx does, ends with FORCE_CLOSE).
+// (whether the destination's round has a parent image for it), 4 after
+// PARENT and after CLOSE or FORCE_CLOSE (the page server's status; CRIU
+// given its socket, as crx does, ends with FORCE_CLOSE). The relay
+// answers OPEN2 itself from the ledger, without waiting, and checks the
+// page server's answer later: a round whose answers differ fails.
 //
 // One owner, one thread; the destructor stops and joins it on every path.
 // The relay ends when CRIU closes its end; a failure on either side closes
@@ -36,6 +38,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
@@ -102,6 +105,9 @@ class PageDedupRelay {
   void end_run();
   void send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64_t dst_id);
   int32_t pass_answer(size_t len);  // the answer as CRIU's int32 (len 4)
+  // Reads the page server's answers to the OPEN2s answered from the ledger;
+  // throws Error (Cause::Invalid) where one differs.
+  void check_open_answers();
   void flush();
 
   PageLedger& ledger_;
@@ -118,6 +124,11 @@ class PageDedupRelay {
   zero_runs::Encoder out_;   // bytes for the network, flushed before an answer
   bool has_parent_ = false;  // of the pagemap image open now
   uint64_t open_image_ = 0;
+  struct OpenAnswer {
+    uint64_t image;
+    bool has_parent;  // what CRIU was told, from the ledger
+  };
+  std::vector<OpenAnswer> open_answers_due_;  // in the page server's order
   bool closed_ = false;      // the page server confirmed the round (status 0)
   PageDedupStats stats_;
   std::atomic<bool> stopping_{false};

@@ -33,11 +33,21 @@ void PageLedger::carry(uint64_t image, uint64_t vaddr) {
   if (it != prev_.end()) next_[k] = it->second;
 }
 
+bool PageLedger::opened(uint64_t image) {
+  next_images_.insert(image);
+  return prev_images_.contains(image);
+}
+
 void PageLedger::end_round() {
   prev_ = std::move(next_);
   next_ = Map{};
+  prev_images_ = std::move(next_images_);
+  next_images_ = {};
 }
 
-void PageLedger::abandon_round() { next_ = Map{}; }
+void PageLedger::abandon_round() {
+  next_ = Map{};
+  next_images_ = {};
+}
 
 }  // namespace crx::migrate

@@ -20,6 +20,7 @@
 #pragma once
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace crx::migrate {
 
@@ -57,6 +58,10 @@ class PageLedger {
   // A page the round sends as "in parent" (CRIU's own decision): what the
   // destination had stays what it has. Pages never seen stay unknown.
   void carry(uint64_t image, uint64_t vaddr);
+  // The round opens this pagemap image (CRIU's OPEN2). Whether the
+  // previous round opened it too: the destination's page server then has
+  // a parent image for it, which is what it answers the OPEN2 with.
+  bool opened(uint64_t image);
   // The round is complete at the destination: it becomes the parent.
   void end_round();
   // The round failed: what it recorded is dropped (nothing it sent counts).
@@ -74,6 +79,7 @@ class PageLedger {
   };
   using Map = std::unordered_map<Key, PageHash, KeyHash>;
   Map prev_, next_;
+  std::unordered_set<uint64_t> prev_images_, next_images_;
 };
 
 }  // namespace crx::migrate

@@ -1,6 +1,7 @@
 // The sender's page filter between a CRIU dump and the destination's page
 // server: real sockets on both sides, CRIU's protocol written and read the
 // way criu/page-xfer.c does (3.17's 24-byte header and 4.2's 32-byte one).
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -13,8 +14,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
@@ -99,12 +102,18 @@ bool read_all(int fd, char* buf, size_t len) {
 }
 
 // The destination's `criu page-server`, as far as the filter can tell:
-// answers OPEN2 (has_parent), PARENT and CLOSE, keeps every ADD_F.
+// answers OPEN2 (has_parent, but not for the images without_parent),
+// PARENT and CLOSE, keeps every ADD_F.
 struct FakePageServer {
   PageHeaderLayout layout;
   bool has_parent;
   int fail_after_records = -1;  // closes the channel after that many
   int32_t status_at_close = 0;
+  std::set<uint64_t> without_parent;
+  // Answers an OPEN2 only once more of the stream came (or after 2 s): a
+  // page server still opening its parent images.
+  bool slow_open = false;
+  bool stream_went_on_before_answer = false;
   std::vector<Record> records;
   bool closed = false;
   std::thread t;
@@ -135,7 +144,11 @@ struct FakePageServer {
           return;
         }
         if ((cmd & 0xffff) == kOpen2) {
-          write_all(fd.get(), std::string(1, has_parent ? 1 : 0));
+          if (slow_open) {
+            pollfd p{fd.get(), POLLIN, 0};
+            stream_went_on_before_answer = ::poll(&p, 1, 2000) == 1;
+          }
+          write_all(fd.get(), std::string(1, has_parent && !without_parent.contains(dst) ? 1 : 0));
           continue;
         }
         if ((cmd & 0xffff) == kParentQuery) {
@@ -170,6 +183,7 @@ struct Round {
   std::vector<std::string> answers_to_criu;  // in order
   std::string decoder_error;                  // zero_runs: the PageRelay's
   uint64_t zero_bytes_decoded = 0;
+  bool stream_went_on_before_open_answer = false;  // FakePageServer::slow_open
 };
 
 struct CriuWrites {
@@ -223,13 +237,16 @@ struct FakeTaskMemory : TaskMemory {
 
 // zero_runs: the channel in frames (zero_runs.hpp), decoded by the
 // destination's PageRelay in front of the page server, as crx receive does.
+// server_setup: changes the page server before it starts.
 Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
                 int server_fails_after = -1, int32_t status_at_close = 0,
                 bool criu_has_parent = true, TaskMemory* memory = nullptr,
-                bool zero_runs = false) {
+                bool zero_runs = false,
+                const std::function<void(FakePageServer&)>& server_setup = {}) {
   int net[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
   FakePageServer server{w.layout, has_parent, server_fails_after, status_at_close};
+  if (server_setup) server_setup(server);
   std::optional<PageRelay> decoder;
   if (zero_runs) {
     decoder.emplace(UniqueFd(net[1]), PageRelay::Mode::Splice, PageRelay::OnEnd::Close,
@@ -274,6 +291,7 @@ Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
   }
   r.at_destination = server.records;
   r.closed = server.closed;
+  r.stream_went_on_before_open_answer = server.stream_went_on_before_answer;
   return r;
 }
 
@@ -343,10 +361,39 @@ TEST_P(PageDedupTest, APageARoundDidNotMentionIsSentWithData) {
   EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(1, page('b'))}));
 }
 
+// A task the previous round did not have (a new process; its vpid's
+// pagemap was not opened then): the destination has no parent image for
+// it, so nothing of it is left out, equal content or not.
 TEST_P(PageDedupTest, WithoutAParentAtTheDestinationNothingIsLeftOut) {
+  static constexpr uint64_t kOtherTask = 8 << 8 | 1;
   run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
-  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
-  EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
+  auto r = run_round(ledger,
+                     criu().open2(kOtherTask).add(kPresent, 0, page('a'), kOtherTask).close(),
+                     true, -1, 0, true, nullptr, false,
+                     [](FakePageServer& s) { s.without_parent.insert(kOtherTask); });
+  EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'), kOtherTask)});
+  ASSERT_FALSE(r.answers_to_criu.empty());
+  EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\0'));
+}
+
+// The relay answers CRIU's OPEN2 from the ledger; a page server that says
+// otherwise (here: no parent where the previous round left one) fails the
+// round before anything of it counts, with its cause.
+TEST_P(PageDedupTest, APageServerThatContradictsTheLedgerFailsTheRound) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  try {
+    run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+    FAIL() << "the round passed";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(e.cause(), crx::Cause::Invalid) << e.what();
+    EXPECT_NE(std::string(e.what()).find("has no parent image for pagemap"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(ledger.known_pages(), 1u);  // round 1's, untouched
+  // And the other way round: a parent the ledger knows nothing of.
+  PageLedger fresh;
+  EXPECT_THROW(run_round(fresh, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true),
+               crx::Error);
 }
 
 // A dump CRIU runs without a parent while the destination's round has one
@@ -365,11 +412,27 @@ TEST_P(PageDedupTest, CriuWithoutAParentIsToldThereIsNoneButUnchangedPagesStayBe
   EXPECT_EQ(r.stats.pages_unchanged, 1u);
 }
 
-// With its parent, CRIU hears the page server's answer as it is.
-TEST_P(PageDedupTest, CriuWithAParentHearsThePageServersAnswer) {
-  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
+// With its parent, CRIU hears what the page server answers: no parent in
+// the first round, one for the same task in the next.
+TEST_P(PageDedupTest, CriuWithAParentHearsWhetherTheDestinationHasOne) {
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  ASSERT_FALSE(r.answers_to_criu.empty());
+  EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\0'));
+  r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
   ASSERT_FALSE(r.answers_to_criu.empty());
   EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\1'));
+}
+
+// CRIU is answered without waiting for the page server, which opens its
+// parent images meanwhile: CRIU's pages are on their way before the page
+// server has answered.
+TEST_P(PageDedupTest, CriuIsAnsweredWithoutWaitingForThePageServer) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('b')).close(), true, -1, 0,
+                     true, nullptr, false, [](FakePageServer& s) { s.slow_open = true; });
+  EXPECT_TRUE(r.stream_went_on_before_open_answer);
+  EXPECT_TRUE(r.closed);
+  EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('b'))});
 }
 
 // The final dump of a container with verbs objects (ParentPages::Check):
@@ -507,8 +570,9 @@ TEST_P(PageDedupTest, ARoundCriuDidNotCloseTeachesNothing) {
   auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')), false);
   EXPECT_FALSE(r.closed);
   EXPECT_EQ(ledger.known_pages(), 0u);
-  r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
+  r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
   EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
+  EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\0'));
 }
 
 TEST_P(PageDedupTest, APlainCloseEndsTheRoundToo) {
@@ -522,8 +586,9 @@ TEST_P(PageDedupTest, ARoundThePageServerFailedTeachesNothing) {
   // whole, whatever CRIU makes of that.
   run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false, -1, -1);
   EXPECT_EQ(ledger.known_pages(), 0u);
-  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), true);
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
   EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});
+  EXPECT_EQ(r.answers_to_criu[0], std::string(1, '\0'));
 }
 
 TEST_P(PageDedupTest, ADestinationThatGoesAwayFailsTheRound) {
@@ -652,6 +717,22 @@ TEST(PageLedger, EqualContentIsUnchangedOnlyAgainstTheParentRound) {
   l.abandon_round();
   l.end_round();  // an empty round: everything forgotten
   EXPECT_FALSE(l.unchanged(kTask, kBase, a));
+}
+
+// The destination's page server has a parent image for a pagemap exactly
+// where the round before (its parent) opened it.
+TEST(PageLedger, AnImageHasAParentWhereTheLastCompleteRoundOpenedIt) {
+  PageLedger l;
+  EXPECT_FALSE(l.opened(kTask));  // the first round has no parent
+  EXPECT_FALSE(l.opened(kShmem));
+  l.end_round();
+  EXPECT_TRUE(l.opened(kTask));
+  EXPECT_FALSE(l.opened(kTask + 256));  // a task new in this round
+  l.abandon_round();                    // what the failed round opened counts for nothing
+  EXPECT_TRUE(l.opened(kShmem));
+  l.end_round();
+  EXPECT_TRUE(l.opened(kShmem));
+  EXPECT_FALSE(l.opened(kTask));  // not opened in the last complete round
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 // say) is forgotten, because the next round's parent - this round - has no
 // entry for it, and naming it "in parent" would fail the restore.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <unordered_map>
 #include <unordered_set>

@@ -1,5 +1,6 @@
 #include "migrate/page_dedup.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -57,6 +58,14 @@ void write_all(int fd, const void* buf, size_t len, const char* what) {
     p += n;
     len -= static_cast<size_t>(n);
   }
+}
+
+// Whether a read of fd would not block now (data, or its end).
+bool readable_now(int fd) {
+  pollfd p{fd, POLLIN, 0};
+  int n = retry_eintr([&] { return ::poll(&p, 1, 0); });
+  if (n < 0) throw_errno("polling CRIU's page stream");
+  return n > 0;
 }
 
 template <typename T>
@@ -155,6 +164,10 @@ void PageDedupRelay::relay() {
   const size_t hsize = header_size(layout_);
   std::vector<char> h(hsize);
   while (!stopping_) {
+    // What is buffered goes out whenever CRIU pauses (collecting the next
+    // task's pages, writing its other images): the page server works on it
+    // meanwhile, not after the CLOSE that CRIU's dump waits for.
+    if (!out_.wire().empty() && !readable_now(local_.get())) flush();
     if (!read_exact(local_.get(), h.data(), hsize, "reading CRIU's page stream", true)) return;
     const uint32_t cmd = load<uint32_t>(h.data());
     uint64_t nr_pages, vaddr, dst_id;
@@ -194,6 +207,7 @@ void PageDedupRelay::relay() {
         // final dump); the page server's own answer is checked when the
         // relay next reads from it (check_open_answers).
         out_.bytes(h.data(), hsize);
+        flush();  // the page server starts opening its parent images now
         const bool has_parent = ledger_.opened(dst_id);
         const char to_criu = criu_has_parent_ && has_parent ? 1 : 0;
         write_all(local_.get(), &to_criu, 1, "answering CRIU");

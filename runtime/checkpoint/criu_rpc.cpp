@@ -607,6 +607,7 @@ bool StartedDump::run(const DumpOptions& o, const NotifyHandler& notify) {
   req.type = CRIU_REQ_TYPE__DUMP;
   req.opts = &b.opts;
   serve(*session, "dump", req, &o, notify);
+  answered_ = std::move(session);
   return true;
 }
 

@@ -433,7 +433,10 @@ void CriuSource::run_dump(
   // A CRIU started for another namespace (the comparison at the freeze
   // found the namespace configured) is ended by run(); the dump then
   // starts its own.
-  if (!ready || !ready->criu->run(o)) criu_call(o, {});
+  if (!ready || !ready->criu->run(o))
+    criu_call(o, {});
+  else
+    exiting_criu_ = std::move(ready->criu);  // its exit is waited for later
   log::debug("migrate: " + id_ + ": CRIU's " + log + " ended");
   if (dedup) last_round_.dedup = dedup->finish();
   last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);
@@ -505,12 +508,14 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
 
 void CriuSource::resume() {
   ready_dump_.reset();  // a rollback before the dump: that CRIU goes
+  exiting_criu_.reset();
   netns_watch_.reset();
   if (src_.paused) return;  // paused before the migration: stays paused
   checkpoint::thaw_container(g_, id_);
 }
 
 void CriuSource::destroy() {
+  exiting_criu_.reset();
   // The connections run on at the destination: the source's copies must
   // go without a FIN or RST (tcp_hush.hpp). Held until the tasks are gone.
   std::optional<SilencedTcpSockets> silenced;

@@ -140,6 +140,10 @@ class CriuSource : public SourceSide {
   // container has its own; nullopt otherwise (CRIU dumps them).
   std::optional<checkpoint::IpcSysctls> fresh_ipc_;
   std::optional<ReadyDump> ready_dump_;
+  // The final dump's CRIU once it answered: it exits while the images
+  // travel and the destination restores; waited for at destroy(),
+  // resume() or when this side goes (StartedDump::run).
+  std::unique_ptr<checkpoint::StartedDump> exiting_criu_;
   // What the destination's page images hold (page_dedup.hpp), kept across
   // this migration's rounds.
   bool page_dedup_ = true;

@@ -202,7 +202,7 @@ void PageDedupRelay::relay() {
         // The page server answers whether its round has a parent image for
         // dst_id: it has one exactly when the previous round opened it.
         // CRIU hears that from the ledger at once instead of after a round
-        // trip and the page server's opening of its parent images (20-40
+        // trip and the page server's opening of its parent images (13-41
         // ms per task in a test-bed guest, in the frozen window for the
         // final dump); the page server's own answer is checked when the
         // relay next reads from it (check_open_answers).

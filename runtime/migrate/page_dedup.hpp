@@ -121,12 +121,13 @@ class PageDedupRelay {
     bool unchanged = false;
     std::string data;
   } run_;
-  zero_runs::Encoder out_;   // bytes for the network, flushed before an answer
+  zero_runs::Encoder out_;   // bytes for the network: flushed before an answer, at
+                             // kFlushAt, and whenever CRIU pauses
   bool has_parent_ = false;  // of the pagemap image open now
   uint64_t open_image_ = 0;
   struct OpenAnswer {
     uint64_t image;
-    bool has_parent;  // what CRIU was told, from the ledger
+    bool has_parent;  // the ledger's word, which the relay acted on
   };
   std::vector<OpenAnswer> open_answers_due_;  // in the page server's order
   bool closed_ = false;      // the page server confirmed the round (status 0)

@@ -308,6 +308,10 @@ class Receiver {
     // pinned memory must be in place before the resume, as for --lazy.
     if (path_exists(images_dir + "/" + rdma::kVerbsDumpFile)) return;
     uint64_t min = o_.fill_after_resume == FillAfterResume::Always ? 1 : kFillAfterResumeMinBytes;
+    // The pages to fill hold the first round's data, so its pages images
+    // bound them: below the minimum, the plan (which reads every round's
+    // pagemaps, in the frozen window) cannot find enough.
+    if (rep_.rounds.empty() || rep_.rounds.front().page_bytes < min) return;
     try {
       lazy_pages_ = dest_.start_fill(images_dir, work_dir(), min);
     } catch (const std::exception& e) {

@@ -1503,8 +1503,15 @@ TEST(MigrateFillAfterResume, EveryPageBeforeTheResumeWhenTheFillDoesNotApply) {
     return h.dst.fill_dirs.size();
   };
   auto as_is = [](Harness&) {};
-  // auto: the plan leaves 1 MiB to fill, under kFillAfterResumeMinBytes.
-  EXPECT_EQ(every_page_first(FillAfterResume::Auto, "auto, little memory", as_is), 1u);
+  // auto: the first round brought 8 MiB, under kFillAfterResumeMinBytes;
+  // no plan is made.
+  EXPECT_EQ(every_page_first(FillAfterResume::Auto, "auto, little memory", as_is), 0u);
+  // auto: the first round brought enough, but the plan leaves only 1 MiB.
+  EXPECT_EQ(every_page_first(FillAfterResume::Auto, "auto, little to fill",
+                             [](Harness& h) {
+                               h.src.round_bytes = {kFillAfterResumeMinBytes, 1 << 20};
+                             }),
+            1u);
   // always: even that.
   every_page_first(FillAfterResume::Always, "always, nothing to fill",
                    [](Harness& h) { h.dst.lazy_bytes = 0; });

@@ -95,4 +95,13 @@ nlohmann::json config_with_resources(nlohmann::json config, const CarriedState& 
   return config;
 }
 
+bool carries_other_resources(const nlohmann::json& config, const CarriedState& c) {
+  if (!c.resources.is_object()) return false;
+  if (!config.is_object()) return true;
+  auto l = config.find("linux");
+  if (l == config.end() || !l->is_object()) return true;
+  auto resources = l->find("resources");
+  return resources == l->end() || *resources != c.resources;
+}
+
 }  // namespace crx::checkpoint

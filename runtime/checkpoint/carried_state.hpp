@@ -57,4 +57,9 @@ std::optional<CarriedState> read_carried_state(const std::string& images_dir);
 // The config with linux.resources replaced by c.resources (when set).
 nlohmann::json config_with_resources(nlohmann::json config, const CarriedState& c);
 
+// Whether c carries resources other than config's linux.resources (`crx
+// update` changed them): only then does a restore apply them again over
+// the bundle's.
+bool carries_other_resources(const nlohmann::json& config, const CarriedState& c);
+
 }  // namespace crx::checkpoint

@@ -230,9 +230,10 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     const std::string& rootfs = bundle_.rootfs;
     spec::Spec& s = bundle_.spec;
     // What the checkpointed container was beyond its processes: its
-    // cgroup gets the resources `crx update` gave it, not the bundle's.
+    // cgroup gets the resources `crx update` gave it, not the bundle's
+    // (which prepare() applied).
     std::optional<CarriedState> carried = read_carried_state(images_dir);
-    if (carried && carried->resources.is_object()) {
+    if (carried && carries_other_resources(s.raw, *carried)) {
       s = spec::parse_spec(config_with_resources(s.raw, *carried),
                            "config.json with the checkpoint's resources");
       cg_->apply(cgroup::effective_resources(s.linux));

@@ -106,4 +106,21 @@ TEST(CarriedState, ReplacesOnlyTheResourcesOfTheBundlesConfig) {
   EXPECT_EQ(crx::checkpoint::config_with_resources(bundle, CarriedState{}), bundle);
 }
 
+TEST(CarriedState, OnlyResourcesChangedSinceTheCreateAreAppliedAgain) {
+  using crx::checkpoint::carries_other_resources;
+  auto bundle = nlohmann::json::parse(R"({
+    "ociVersion": "1.0.2", "process": {"args": ["sh"]},
+    "linux": {"resources": {"memory": {"limit": 33554432}}, "cgroupsPath": "/crx/c1"}})");
+  CarriedState same;
+  same.resources = bundle["linux"]["resources"];
+  EXPECT_FALSE(carries_other_resources(bundle, same));
+  EXPECT_FALSE(carries_other_resources(bundle, CarriedState{}));  // none carried
+  CarriedState updated = crx::checkpoint::carried_state_of(updated_container(), false);
+  EXPECT_TRUE(carries_other_resources(bundle, updated));
+  // A config without resources, or without linux at all, gets them.
+  auto bare = nlohmann::json::parse(R"({"ociVersion": "1.0.2", "linux": {}})");
+  EXPECT_TRUE(carries_other_resources(bare, same));
+  EXPECT_TRUE(carries_other_resources(nlohmann::json::parse(R"({"ociVersion": "1.0.2"})"), same));
+}
+
 }  // namespace

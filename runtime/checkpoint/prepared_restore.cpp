@@ -206,7 +206,8 @@ pid_t PreparedRestore::criu_pid() const { return criu_ ? criu_->pid() : -1; }
 
 const std::string& PreparedRestore::state_dir() const { return state_dir_; }
 
-pid_t PreparedRestore::run(const std::string& images_dir, const std::function<void()>& hold) {
+pid_t PreparedRestore::run(const std::string& images_dir, const std::function<void()>& hold,
+                           const std::function<void()>& resumed) {
   if (used_) throw Error("restore of " + id_ + ": the prepared restore ran already", Cause::Invalid);
   used_ = true;
   try {
@@ -275,6 +276,18 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     const bool paused_again = r_.keep_paused && carried && carried->paused;
     pid_t restored = 0;
     bool held = false;
+    // The container becomes this host's, and whoever waits for it to run
+    // hears so; what that throws comes out of run() after the clean-up.
+    std::exception_ptr resumed_error;
+    auto become_ours = [&](pid_t pid) {
+      save_state(pid, pid_file, carried ? &*carried : nullptr);
+      if (!resumed) return;
+      try {
+        resumed();
+      } catch (...) {
+        resumed_error = std::current_exception();
+      }
+    };
     auto notify = [&](Notification& n) {
       if (n.script == "setup-namespaces" && n.pid > 0) {
         restored = n.pid;
@@ -307,6 +320,11 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
         if (paused_again) cg_->freeze();
         held = true;
         if (hold) hold();
+      } else if (n.script == "post-resume" && held && restored > 0) {
+        // The tasks run (CRIU wrote its stats just before): CRIU's exit
+        // and the clean-up below are not waited for by whoever waits for
+        // the container to run.
+        become_ours(restored);
       } else if (n.script == "orphan-pts-master" && n.fd) {
         // CRIU made a new pty in the container's devpts for the slave the
         // tasks had; its master goes to the console socket as on create.
@@ -319,31 +337,21 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
       }
     };
     std::unique_ptr<StartedRestore> criu = std::move(criu_);
-    pid_t pid = criu->run(o, notify);
+    pid_t pid = 0;
+    try {
+      pid = criu->run(o, notify);
+    } catch (const std::exception& e) {
+      if (!done_) throw;
+      // After the post-resume notification: the tasks run and are saved.
+      log::warn("restore of " + id_ + ": " + e.what() + " after the container resumed; kept");
+    }
     criu.reset();
     if (!held) rdma::check_verbs_restore(images_dir);
     if (!held && carried) apply_carried_sysctls(pid > 0 ? pid : restored, carried->net_sysctls);
     if (!held && paused_again) cg_->freeze();
     if (!held && hold) hold();
     if (pid <= 0) pid = restored;
-
-    state::ContainerState st;
-    st.id = id_;
-    st.bundle = bundle;
-    st.rootfs = rootfs;
-    st.created = state::now_rfc3339();
-    st.pid = pid;
-    st.pid_start_time = state::process_start_time(pid);
-    st.annotations = carried ? carried->annotations : s.annotations;
-    st.owner = carried ? carried->owner : "";
-    st.cgroup = cg_->save();
-    st.config = s.raw;
-    st.systemd_cgroup = g_.systemd_cgroup;
-    st.pid_file = pid_file;
-    dir_->save(st);
-    forget_restoring_cgroup(dir_->path());
-    write_pid_file(pid_file, pid);
-    done_ = true;
+    if (!done_) become_ours(pid);
     // CRIU bound what it needed into the container: crx's own mounts go.
     tmpfs_.reset();
     root_.reset();
@@ -354,11 +362,33 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     // receiver's own, resuming the container's QPs) open it as any other.
     dir_.reset();
     cg_.reset();
+    if (resumed_error) std::rethrow_exception(resumed_error);
     return pid;
   } catch (...) {
     if (!done_) release();
     throw;
   }
+}
+
+void PreparedRestore::save_state(pid_t pid, const std::string& pid_file,
+                                 const CarriedState* carried) {
+  state::ContainerState st;
+  st.id = id_;
+  st.bundle = bundle_.dir;
+  st.rootfs = bundle_.rootfs;
+  st.created = state::now_rfc3339();
+  st.pid = pid;
+  st.pid_start_time = state::process_start_time(pid);
+  st.annotations = carried ? carried->annotations : bundle_.spec.annotations;
+  st.owner = carried ? carried->owner : "";
+  st.cgroup = cg_->save();
+  st.config = bundle_.spec.raw;
+  st.systemd_cgroup = g_.systemd_cgroup;
+  st.pid_file = pid_file;
+  dir_->save(st);
+  forget_restoring_cgroup(dir_->path());
+  write_pid_file(pid_file, pid);
+  done_ = true;
 }
 
 void PreparedRestore::release() noexcept {

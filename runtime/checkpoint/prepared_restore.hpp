@@ -37,6 +37,7 @@
 
 namespace crx::checkpoint {
 
+struct CarriedState;
 class CriuRoot;
 class RestoreGuard;
 class StagedTmpfs;
@@ -55,7 +56,13 @@ class PreparedRestore {
 
   // Restores from images_dir (as restore_container; once). Returns the
   // restored init's pid. On error everything is removed before it throws.
-  pid_t run(const std::string& images_dir, const std::function<void()>& hold);
+  // `resumed`, when given, is called once the tasks run and the container
+  // is saved as this host's (CRIU's post-resume): what run() does after it
+  // is CRIU's exit and crx's clean-up, which no longer undo the restore
+  // (a failure there is logged). What it throws, run() throws at its end,
+  // the container kept.
+  pid_t run(const std::string& images_dir, const std::function<void()>& hold,
+            const std::function<void()>& resumed = {});
   // Before run(): the tasks' memory comes from a `criu lazy-pages` daemon
   // listening in the work dir, through userfaultfd, instead of being copied
   // in by the restore (RestoreFlags::lazy_pages, decided late).
@@ -67,6 +74,10 @@ class PreparedRestore {
 
  private:
   void prepare();
+  // The container becomes this host's: state.json, pid file; from here on
+  // nothing of it is removed.
+  // carried: what the checkpoint carried (nullptr: none).
+  void save_state(pid_t pid, const std::string& pid_file, const CarriedState* carried);
   void release() noexcept;
   // The state dir made in prepare(), locked; nullopt when it is gone (or
   // is another container's by now).

@@ -32,8 +32,9 @@ CriuPreparedRestore::CriuPreparedRestore(const container::GlobalOptions& g, cons
                                          const std::string& work_dir)
     : restore_(g, m.id, request(m, a, session_dir, work_dir)) {}
 
-int CriuPreparedRestore::run(const std::string& images_dir, const std::function<void()>& hold) {
-  return restore_.run(images_dir, hold);
+int CriuPreparedRestore::run(const std::string& images_dir, const std::function<void()>& hold,
+                             const std::function<void()>& resumed) {
+  return restore_.run(images_dir, hold, resumed);
 }
 
 }  // namespace crx::migrate

@@ -14,7 +14,8 @@ class CriuPreparedRestore : public PreparedRestore {
   // Throws Error (nothing left) when the destination cannot prepare.
   CriuPreparedRestore(const container::GlobalOptions& g, const Manifest& m, const Acceptance& a,
                       const std::string& session_dir, const std::string& work_dir);
-  int run(const std::string& images_dir, const std::function<void()>& hold) override;
+  int run(const std::string& images_dir, const std::function<void()>& hold,
+          const std::function<void()>& resumed) override;
   void restore_pages_lazily() override { restore_.set_lazy_pages(); }
 
  private:

@@ -629,8 +629,9 @@ std::unique_ptr<PreparedRestore> CriuDestination::prepare_restore(const Manifest
 }
 
 int CriuDestination::restore(PreparedRestore& prepared, const std::string& images_dir,
-                             const Manifest& m, const std::function<void()>& hold) {
-  int pid = prepared.run(images_dir, hold);
+                             const Manifest& m, const std::function<void()>& hold,
+                             const std::function<void()>& resumed) {
+  int pid = prepared.run(images_dir, hold, resumed);
   restored_.insert(m.id);
   return pid;
 }

@@ -171,7 +171,7 @@ class CriuDestination : public DestinationSide {
                                                    const std::string& session_dir,
                                                    const std::string& work_dir) override;
   int restore(PreparedRestore& prepared, const std::string& images_dir, const Manifest& m,
-              const std::function<void()>& hold) override;
+              const std::function<void()>& hold, const std::function<void()>& resumed) override;
   void discard(const Manifest& m) noexcept override;
 
  private:

@@ -363,21 +363,31 @@ class Receiver {
       conn_.set_timeout(o_.timeout);
       clock_.begin("resume");
     };
+    // The container runs here: the sender's downtime ends with the ack,
+    // before CRIU's exit and the restore's clean-up.
+    bool acked = false;
+    auto resumed = [&] {
+      running_at_ = Clock::now();
+      restore_started_ = false;  // it is ours now, even if the ack gets lost
+      clock_.end();
+      rep_.verbs = VerbsReport::read(images_dir);
+      rep_.criu_restore = checkpoint::read_criu_restore_stats(work_dir());
+      CommitAck ack = commit_ack(images_dir, rep_.criu_restore);
+      ack.filling_after_resume = filling_;
+      conn_.send(FrameType::CommitAck, to_json(ack));
+      acked = true;
+    };
     try {
-      dest_.restore(*prepared_, images_dir, manifest_, hold);
-    } catch (...) {
-      rep_.verbs = VerbsReport::read(images_dir);  // why the verbs objects failed, if they did
-      throw;
+      dest_.restore(*prepared_, images_dir, manifest_, hold, resumed);
+    } catch (const std::exception& e) {
+      if (!acked) {
+        rep_.verbs = VerbsReport::read(images_dir);  // why the verbs objects failed, if they did
+        throw;
+      }
+      log::warn("receive: " + manifest_.id + " runs here; after its resume: " + e.what());
     }
-    rep_.verbs = VerbsReport::read(images_dir);
-    rep_.criu_restore = checkpoint::read_criu_restore_stats(work_dir());
-    if (!held) hold();  // a restore that could not pause before resuming
-    running_at_ = Clock::now();
-    restore_started_ = false;  // it is ours now, even if the ack gets lost
-    clock_.end();
-    CommitAck ack = commit_ack(images_dir, rep_.criu_restore);
-    ack.filling_after_resume = filling_;
-    conn_.send(FrameType::CommitAck, to_json(ack));
+    if (!held) hold();      // a restore that could not pause before resuming
+    if (!acked) resumed();  // nor tell when the container ran
     if (lazy_pages_) lazy_phase();
   }
 

@@ -142,8 +142,10 @@ class PreparedRestore {
  public:
   virtual ~PreparedRestore() = default;
   // Restores from images_dir, once (DestinationSide::restore calls it).
-  // `hold` as in DestinationSide::restore. Returns the restored init's pid.
-  virtual int run(const std::string& images_dir, const std::function<void()>& hold) = 0;
+  // `hold` and `resumed` as in DestinationSide::restore. Returns the
+  // restored init's pid.
+  virtual int run(const std::string& images_dir, const std::function<void()>& hold,
+                  const std::function<void()>& resumed) = 0;
   // Before run(): the restore leaves the tasks' memory to the lazy-pages
   // daemon (DestinationSide::start_lazy_pages) instead of copying it in.
   virtual void restore_pages_lazily() = 0;
@@ -168,10 +170,15 @@ class DestinationSide {
                                                       UniqueFd channel, bool zero_runs) = 0;
   // Restores from images_dir with what prepare_restore() made. `hold` is
   // called once the restored tasks are ready to resume; if it throws, the
-  // restore is undone and restore() rethrows. Returns the restored init's
-  // pid.
+  // restore is undone and restore() rethrows. `resumed` is called after
+  // it, at most once, when the container runs here as this host's: the
+  // migration's downtime ends there. What restore() does after it (CRIU's
+  // exit, clean-up) no longer undoes the restore; a side that cannot tell
+  // that moment before it returns does not call it. Returns the restored
+  // init's pid.
   virtual int restore(PreparedRestore& prepared, const std::string& images_dir, const Manifest& m,
-                      const std::function<void()>& hold) = 0;
+                      const std::function<void()>& hold,
+                      const std::function<void()>& resumed) = 0;
   // Removes whatever restore() left behind after a failure (state, cgroup).
   // Also after a failed lazy phase: it kills the running copy.
   virtual void discard(const Manifest& m) noexcept = 0;

@@ -14,8 +14,21 @@ Acceptance VerbsDestination::accept(const Manifest& m) {
 }
 
 int VerbsDestination::restore(PreparedRestore& prepared, const std::string& images_dir,
-                              const Manifest& m, const std::function<void()>& hold) {
-  int pid = inner_.restore(prepared, images_dir, m, hold);
+                              const Manifest& m, const std::function<void()>& hold,
+                              const std::function<void()>& resumed) {
+  // A container with verbs objects runs for its partners only once its QPs
+  // do (below); they are resumed through its state dir, which the inner
+  // restore holds until it returns, so `resumed` waits for that. One
+  // without runs at the inner restore's `resumed`.
+  bool told = false;
+  std::function<void()> inner_resumed;
+  if (!rdma::verbs_dumped(images_dir)) {
+    inner_resumed = [&] {
+      told = true;
+      if (resumed) resumed();
+    };
+  }
+  int pid = inner_.restore(prepared, images_dir, m, hold, inner_resumed);
   // Committed: the container is this node's now, whatever happens next. A
   // QP that cannot be resumed is reported, not rolled back (the source is
   // being destroyed).
@@ -35,6 +48,7 @@ int VerbsDestination::restore(PreparedRestore& prepared, const std::string& imag
       log::warn(std::string("receive: ") + e.what());
     }
   }
+  if (!told && resumed) resumed();
   return pid;
 }
 

@@ -8,7 +8,9 @@
 //     the tasks run — the restored container's QPs are resumed: a rollback
 //     never leaves a partner talking to a copy that is then dropped. The
 //     count and time go to crx-verbs-resume.json in the images dir
-//     (rdma/plugin_stats.hpp) for the report.
+//     (rdma/plugin_stats.hpp) for the report. The restore's `resumed`
+//     follows the QPs' resume for images with verbs objects, and is the
+//     inner restore's own for images without.
 #pragma once
 #include "migrate/sides.hpp"
 #include "rdma/rdma_host.hpp"
@@ -46,7 +48,7 @@ class VerbsDestination : public DestinationSide {
     return inner_.prepare_restore(m, a, session_dir, work_dir);
   }
   int restore(PreparedRestore& prepared, const std::string& images_dir, const Manifest& m,
-              const std::function<void()>& hold) override;
+              const std::function<void()>& hold, const std::function<void()>& resumed) override;
   void discard(const Manifest& m) noexcept override { inner_.discard(m); }
 
  private:

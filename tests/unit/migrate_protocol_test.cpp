@@ -301,7 +301,8 @@ struct FakePreparedRestore : PreparedRestore {
   FakeDestination& d;
   bool succeeded = false;
   explicit FakePreparedRestore(FakeDestination& dest);
-  int run(const std::string& dir, const std::function<void()>& hold) override;
+  int run(const std::string& dir, const std::function<void()>& hold,
+          const std::function<void()>& resumed) override;
   void restore_pages_lazily() override;
   ~FakePreparedRestore() override;
 };
@@ -313,7 +314,7 @@ struct FakeDestination : DestinationSide {
   int prepares = 0, released = 0;
   std::vector<bool> framed_rounds;  // start_page_server's zero_runs, round by round
   std::string session_dir, work_dir;  // what prepare_restore was given
-  int restores = 0, discards = 0, resumed = 0;
+  int restores = 0, discards = 0, resumes = 0;
   std::string restored_core, parent_link;
   bool empty_inventory = false;
   std::string verbs_note;  // written as the verbs plugin's restore note
@@ -366,10 +367,14 @@ struct FakeDestination : DestinationSide {
     return std::make_unique<FakePageSink>(dir, std::move(ch));
   }
   int restore(PreparedRestore& prepared, const std::string& dir, const Manifest&,
-              const std::function<void()>& hold) override {
-    return prepared.run(dir, hold);
+              const std::function<void()>& hold, const std::function<void()>& resumed) override {
+    return prepared.run(dir, hold, resumed);
   }
-  int run_restore(const std::string& dir, const std::function<void()>& hold) {
+  bool tells_resumed = true;  // as CRIU's post-resume; false: restore() returns untold
+  // After the resume was told: the restore's own end (CRIU's exit, clean-up).
+  std::function<void()> after_resume;
+  int run_restore(const std::string& dir, const std::function<void()>& hold,
+                  const std::function<void()>& resumed) {
     std::lock_guard l(m);
     // The final round's images are below the dir the restore was prepared for.
     EXPECT_EQ(dir.rfind(session_dir + "/", 0), 0u) << dir;
@@ -386,8 +391,13 @@ struct FakeDestination : DestinationSide {
       crx::write_file(work_dir + "/stats-restore", criu_stats);
     }
     hold();  // throws when the sender does not commit: then nothing resumes
-    ++resumed;
+    ++resumes;
     if (events) events->add("destination resumed");
+    if (tells_resumed && resumed) {
+      resumed();
+      if (after_resume) after_resume();
+      if (events) events->add("destination restore ended");
+    }
     return 4242;
   }
   void discard(const Manifest&) noexcept override {
@@ -398,8 +408,9 @@ struct FakeDestination : DestinationSide {
 
 FakePreparedRestore::FakePreparedRestore(FakeDestination& dest) : d(dest) {}
 
-int FakePreparedRestore::run(const std::string& dir, const std::function<void()>& hold) {
-  int pid = d.run_restore(dir, hold);
+int FakePreparedRestore::run(const std::string& dir, const std::function<void()>& hold,
+                             const std::function<void()>& resumed) {
+  int pid = d.run_restore(dir, hold, resumed);
   succeeded = true;
   return pid;
 }
@@ -570,12 +581,50 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
   EXPECT_EQ(h.src.freezes, 1);
   EXPECT_EQ(h.src.destroys, 1);
   EXPECT_EQ(h.src.resumes, 0);
-  EXPECT_EQ(h.dst.resumed, 1);
+  EXPECT_EQ(h.dst.resumes, 1);
   EXPECT_EQ(h.dst.discards, 0);
   // Nothing left in the RAM dirs on either side.
   EXPECT_FALSE(crx::path_exists(h.root + "/src"));
   EXPECT_FALSE(crx::path_exists(h.root + "/dst/c1-" ));
   EXPECT_NE(r.sender.to_json().find("\"outcome\":\"migrated\""), std::string::npos);
+}
+
+// The destination's restore tells when the container runs (CRIU's
+// post-resume); its exit and clean-up come after the sender's downtime.
+TEST(MigrateProtocol, TheSenderHearsTheContainerRunsBeforeTheRestoreEnds) {
+  Harness h;
+  // The restore's end waits for the source to go: only an acknowledgement
+  // sent at the resume lets it go first.
+  h.dst.after_resume = [&h] {
+    for (int i = 0; i < 500 && h.events.at("source destroyed") < 0; ++i)
+      std::this_thread::sleep_for(10ms);
+  };
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  ASSERT_EQ(r.receiver.outcome, "migrated") << r.receiver.error;
+  EXPECT_LT(h.events.at("destination resumed"), h.events.at("source destroyed"));
+  EXPECT_LT(h.events.at("source destroyed"), h.events.at("destination restore ended"));
+  EXPECT_EQ(h.dst.discards, 0);
+}
+
+// What fails after the container ran here (CRIU's exit, a clean-up) does
+// not undo a migration the sender was told of; nor does a destination
+// that cannot tell the moment (it returns from the restore untold) keep
+// the sender from hearing.
+TEST(MigrateProtocol, AFailureAfterTheResumeLeavesTheContainerMigrated) {
+  for (bool tells : {true, false}) {
+    Harness h;
+    h.dst.tells_resumed = tells;
+    h.dst.after_resume = [] {
+      throw crx::Error("criu restore: the answer after post-resume was lost");
+    };
+    Outcome r = h.run();
+    EXPECT_EQ(r.sender.outcome, "migrated") << tells << ": " << r.sender.error;
+    EXPECT_EQ(r.receiver.outcome, "migrated") << tells << ": " << r.receiver.error;
+    EXPECT_EQ(h.src.destroys, 1) << tells;
+    EXPECT_EQ(h.src.resumes, 0) << tells;
+    EXPECT_EQ(h.dst.discards, 0) << tells;
+  }
 }
 
 TEST(MigrateProtocol, ARoundLongerThanTheTimeOutGoesOnWhileItsPagesFlow) {
@@ -721,7 +770,7 @@ TEST(MigrateProtocol, InterruptBeforeCommitUndoesTheHeldRestore) {
   EXPECT_EQ(h.src.destroys, 0);
   // Restored but held before resume: it never ran and was discarded.
   EXPECT_EQ(h.dst.restores, 1);
-  EXPECT_EQ(h.dst.resumed, 0);
+  EXPECT_EQ(h.dst.resumes, 0);
   EXPECT_EQ(h.dst.discards, 1);
 }
 

@@ -72,6 +72,7 @@ struct FakeSource : SourceSide {
   void destination_makes_uts_ipc(bool) override {}
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
+  bool dump_verbs = true;  // the final dump finds verbs objects
   std::vector<std::string> parents;  // given to each pre-dump and dump, in order
   std::optional<ParentPages> final_pages;  // given to the dump
   explicit FakeSource(Calls& c) : calls(c) {}
@@ -91,8 +92,9 @@ struct FakeSource : SourceSide {
     calls.add("dump");
     if (fail_dump) throw Error("criu dump failed");
     write_file(dir + "/core-1.img", "x");
-    write_file(dir + "/" + rdma::kVerbsDumpFile,
-               R"({"contexts":1,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},"mr_bytes":2097152,"dump_ms":3.5})");
+    if (dump_verbs)
+      write_file(dir + "/" + rdma::kVerbsDumpFile,
+                 R"({"contexts":1,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2},"mr_bytes":2097152,"dump_ms":3.5})");
     (void)!::write(fd, "pages", 5);
   }
   void resume() override { calls.add("thaw source"); }
@@ -116,7 +118,9 @@ struct FakePageSink : PageSink {
 
 // Nothing to prepare: the fake restore below does it all.
 struct NothingPrepared : crx::migrate::PreparedRestore {
-  int run(const std::string&, const std::function<void()>&) override { return 0; }
+  int run(const std::string&, const std::function<void()>&, const std::function<void()>&) override {
+    return 0;
+  }
   // A verbs container's pinned pages must be in place before it resumes.
   void restore_pages_lazily() override { ADD_FAILURE() << "pages left for after the resume"; }
 };
@@ -149,13 +153,21 @@ struct FakeDestination : DestinationSide {
     return std::make_unique<FakePageSink>(std::move(ch));
   }
   int restore(crx::migrate::PreparedRestore&, const std::string& dir, const Manifest&,
-              const std::function<void()>& hold) override {
+              const std::function<void()>& hold, const std::function<void()>& resumed) override {
     calls.add("restore");
     if (fail_restore) throw Error("criu restore failed");
     write_file(dir + "/" + rdma::kVerbsRestoreFile,
                R"({"ok":true,"recreate_ms":7,"pin_ms":2,"resume_ms":0,"objects":{"pd":1,"mr":2,"cq":2,"srq":0,"qp":2}})");
     hold();
     calls.add("tasks run");
+    if (resumed) {
+      // As CRIU's post-resume: the restore goes on (its exit) while the
+      // sender, told, destroys its copy.
+      calls.add("destination runs the container");
+      resumed();
+      for (int i = 0; i < 500 && calls.count("destroy source") == 0; ++i)
+        std::this_thread::sleep_for(10ms);
+    }
     return 4242;
   }
   void discard(const Manifest&) noexcept override { calls.add("discard"); }
@@ -231,6 +243,10 @@ TEST(MigrateVerbs, CommitResumesDestinationQpsAfterCommitOnly) {
   EXPECT_EQ(h.calls.count("destroy source"), 1);
   // The restored tasks ran (the commit had arrived) before the QPs resumed.
   EXPECT_LT(h.calls.index("tasks run"), h.calls.index("destination resume QPs c1"));
+  // The container runs for its partners with its QPs: the sender hears of
+  // it only then, not at the inner restore's resume.
+  EXPECT_EQ(h.calls.count("destination runs the container"), 0);
+  EXPECT_LT(h.calls.index("destination resume QPs c1"), h.calls.index("destroy source"));
   // Report: the sender has the plugin's dump, the receiver all three files.
   ASSERT_TRUE(h.sender.verbs && h.sender.verbs->dump);
   EXPECT_EQ(h.sender.verbs->dump->dump_ms, 3.5);
@@ -355,6 +371,21 @@ TEST(MigrateVerbs, WithoutVerbsTheFinalDumpKeepsItsParent) {
   ASSERT_EQ(h.src.parents.size(), 2u);
   EXPECT_EQ(h.src.parents[1], "../1");
   EXPECT_EQ(h.src.final_pages, ParentPages::Trust);
+}
+
+// Final images without verbs objects: the container runs as soon as the
+// inner restore resumes it; its QPs (none) are looked for after that.
+TEST(MigrateVerbs, WithoutVerbsObjectsTheSenderHearsAtTheInnerResume) {
+  Harness h;
+  h.verbs_at_start = false;
+  h.src.dump_verbs = false;
+  h.src_qps.qps = 0;
+  h.dst_qps.qps = 0;
+  h.run();
+  ASSERT_EQ(h.sender.outcome, "migrated") << h.sender.error;
+  ASSERT_EQ(h.receiver.outcome, "migrated") << h.receiver.error;
+  EXPECT_EQ(h.calls.count("destination runs the container"), 1);
+  EXPECT_LT(h.calls.index("destroy source"), h.calls.index("destination resume QPs c1"));
 }
 
 }  // namespace

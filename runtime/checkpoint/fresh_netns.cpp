@@ -469,10 +469,13 @@ NetnsWatch& NetnsWatch::operator=(NetnsWatch&&) noexcept = default;
 
 size_t NetnsWatch::sysctls_kept() const { return s_->sysctls.size(); }
 
-NetnsComparison NetnsWatch::compare(const std::string& fresh) const {
+NetnsComparison NetnsWatch::compare(const std::string& fresh, Sysctls sysctls) const {
   UniqueFd now = netns_of(s_->pid);
-  if (identity(now.get(), "the container's network namespace") != s_->netns_id)
-    return compare_netns_with_fresh(s_->pid, fresh);
+  if (identity(now.get(), "the container's network namespace") != s_->netns_id) {
+    NetnsComparison out = compare_netns_with_fresh(s_->pid, fresh);
+    if (sysctls == Sysctls::Later) out.changed_sysctls.clear();
+    return out;
+  }
   NetnsComparison out;
   in_netns(s_->netns.get(), [&] {
     std::vector<std::string> lines;
@@ -484,18 +487,37 @@ NetnsComparison NetnsWatch::compare(const std::string& fresh) const {
       lines = s_->config;
     }
     add_legacy_tables(lines);
-    for_each_sysctl([&](int dir_fd, const std::string& name, const std::string& path) {
-      if (s_->write_only.contains(path)) return;
-      if (auto kept = s_->sysctls.find(path); kept != s_->sysctls.end()) {
-        lines.push_back(sysctl_line(path, kept->second.get(), 0));
-        return;
-      }
-      add_sysctl_opened(dir_fd, name, path, lines);  // appeared since, or not kept
-    });
+    if (sysctls == Sysctls::Now) add_sysctls_here(lines);
     out = compared_here(joined_sorted(std::move(lines)), fresh);
     out.config_read_ahead = !changed;
   });
   return out;
+}
+
+NetSysctls NetnsWatch::changed_sysctls(const std::string& fresh) const {
+  UniqueFd now = netns_of(s_->pid);
+  if (identity(now.get(), "the container's network namespace") != s_->netns_id)
+    return compare_netns_with_fresh(s_->pid, fresh).changed_sysctls;
+  NetSysctls out;
+  in_netns(s_->netns.get(), [&] {
+    std::vector<std::string> lines;
+    add_sysctls_here(lines);
+    out = compared_here(joined_sorted(std::move(lines)), fresh).changed_sysctls;
+  });
+  return out;
+}
+
+// This thread is in the watched namespace: every sysctl's line, through
+// the fds kept for them.
+void NetnsWatch::add_sysctls_here(std::vector<std::string>& lines) const {
+  for_each_sysctl([&](int dir_fd, const std::string& name, const std::string& path) {
+    if (s_->write_only.contains(path)) return;
+    if (auto kept = s_->sysctls.find(path); kept != s_->sysctls.end()) {
+      lines.push_back(sysctl_line(path, kept->second.get(), 0));
+      return;
+    }
+    add_sysctl_opened(dir_fd, name, path, lines);  // appeared since, or not kept
+  });
 }
 
 bool criu_carries_sysctl(const std::string& path) {

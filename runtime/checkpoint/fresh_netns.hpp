@@ -19,6 +19,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "common/unique_fd.hpp"
 
@@ -79,13 +80,20 @@ class NetnsWatch {
   NetnsWatch& operator=(NetnsWatch&&) noexcept;
 
   // As compare_netns_with_fresh(pid, fresh), now. A pid that joined
-  // another namespace since is compared from scratch.
-  NetnsComparison compare(const std::string& fresh) const;
+  // another namespace since is compared from scratch. Without sysctls,
+  // only the configuration: changed_sysctls() reads them later (a frozen
+  // container's cannot change in between).
+  enum class Sysctls { Now, Later };
+  NetnsComparison compare(const std::string& fresh, Sysctls sysctls = Sysctls::Now) const;
+  // The sysctls of compare(fresh) alone, now.
+  NetSysctls changed_sysctls(const std::string& fresh) const;
   // The sysctl files kept open (at most half of RLIMIT_NOFILE's soft
   // limit: the rest of crx's work needs fds too).
   size_t sysctls_kept() const;
 
  private:
+  void add_sysctls_here(std::vector<std::string>& lines) const;
+
   struct State;
   std::unique_ptr<State> s_;
 };

@@ -197,6 +197,27 @@ TEST(NetnsWatch, EveryKindOfConfigurationMadeAfterItIsSeen) {
   }
 }
 
+// A frozen container's sysctls cannot change after its dump: compare()
+// may leave them out, for changed_sysctls() to read them then (the final
+// dump's images travel meanwhile). The configuration is still compared.
+TEST(NetnsWatch, SysctlsLeftForLaterAreReadThen) {
+  CRX_REQUIRE_ROOT();
+  using Sysctls = checkpoint::NetnsWatch::Sysctls;
+  std::string fresh = fresh_netns_fingerprint();
+  NetnsChild child;
+  checkpoint::NetnsWatch watch(child.pid);
+  auto r = child.sh("sysctl -qw net.ipv4.tcp_keepalive_time=1234");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto at_freeze = watch.compare(fresh, Sysctls::Later);
+  EXPECT_EQ(at_freeze.config_difference, std::nullopt) << *at_freeze.config_difference;
+  EXPECT_TRUE(at_freeze.changed_sysctls.empty());
+  EXPECT_EQ(watch.changed_sysctls(fresh),
+            (checkpoint::NetSysctls{{"net/ipv4/tcp_keepalive_time", "1234"}}));
+  r = child.sh("ip link set lo up");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_TRUE(watch.compare(fresh, Sysctls::Later).config_difference.has_value());
+}
+
 // A sysctl file that appeared after the watch began (a new device's) is
 // read too; and a watch that may keep few fds opens the rest at compare().
 TEST(NetnsWatch, SysctlsNotKeptAreReadAtTheCompare) {

@@ -274,7 +274,7 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     // (and its providers) takes 0.15 s of a restore in a guest.
     o.plugins = rdma::verbs_dumped(images_dir);
     const bool paused_again = r_.keep_paused && carried && carried->paused;
-    pid_t restored = 0;
+    restored_ = 0;
     bool held = false;
     // The container becomes this host's, and whoever waits for it to run
     // hears so; what that throws comes out of run() after the clean-up.
@@ -290,7 +290,7 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     };
     auto notify = [&](Notification& n) {
       if (n.script == "setup-namespaces" && n.pid > 0) {
-        restored = n.pid;
+        restored_ = n.pid;
         cg_->add_process(n.pid);
         // As runc 1.1.5 (criuNotifications, "setup-namespaces"): prestart
         // and createRuntime run again, now that the namespaces exist;
@@ -313,18 +313,18 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
         rdma::check_verbs_restore(images_dir);
         // The network sysctls the dump did not carry, set before a single
         // instruction of the container runs (fresh_netns.hpp).
-        if (carried) apply_carried_sysctls(restored, carried->net_sysctls);
+        if (carried) apply_carried_sysctls(restored_, carried->net_sysctls);
         // A paused container stays paused: frozen while CRIU still holds
         // its tasks (as CRIU restores a v1 freezer state), so not one
         // instruction of theirs runs when CRIU lets them go.
         if (paused_again) cg_->freeze();
         held = true;
         if (hold) hold();
-      } else if (n.script == "post-resume" && held && restored > 0) {
+      } else if (n.script == "post-resume" && held && restored_ > 0) {
         // The tasks run (CRIU wrote its stats just before): CRIU's exit
         // and the clean-up below are not waited for by whoever waits for
         // the container to run.
-        become_ours(restored);
+        become_ours(restored_);
       } else if (n.script == "orphan-pts-master" && n.fd) {
         // CRIU made a new pty in the container's devpts for the slave the
         // tasks had; its master goes to the console socket as on create.
@@ -347,10 +347,10 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     }
     criu.reset();
     if (!held) rdma::check_verbs_restore(images_dir);
-    if (!held && carried) apply_carried_sysctls(pid > 0 ? pid : restored, carried->net_sysctls);
+    if (!held && carried) apply_carried_sysctls(pid > 0 ? pid : restored_, carried->net_sysctls);
     if (!held && paused_again) cg_->freeze();
     if (!held && hold) hold();
-    if (pid <= 0) pid = restored;
+    if (pid <= 0) pid = restored_;
     if (!done_) become_ours(pid);
     // CRIU bound what it needed into the container: crx's own mounts go.
     tmpfs_.reset();
@@ -368,6 +368,13 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     if (!done_) release();
     throw;
   }
+}
+
+void PreparedRestore::set_net_sysctls(const NetSysctls& sysctls) {
+  if (restored_ <= 0)
+    throw Error("restore of " + id_ + ": no restored tasks to set network sysctls in yet",
+                Cause::Invalid);
+  apply_net_sysctls(restored_, sysctls);
 }
 
 void PreparedRestore::save_state(pid_t pid, const std::string& pid_file,

@@ -31,6 +31,7 @@
 #include "cgroup/cgroup.hpp"
 #include "checkpoint/container_checkpoint.hpp"
 #include "checkpoint/criu_options.hpp"
+#include "checkpoint/fresh_netns.hpp"
 #include "common/unique_fd.hpp"
 #include "spec/bundle.hpp"
 #include "state/store.hpp"
@@ -67,6 +68,10 @@ class PreparedRestore {
   // listening in the work dir, through userfaultfd, instead of being copied
   // in by the restore (RestoreFlags::lazy_pages, decided late).
   void set_lazy_pages() { o_.lazy_pages = true; }
+  // Only from within run()'s hold: sets these sysctls in the restored
+  // tasks' network namespace now, before they run (a migration's, read on
+  // the source after the dump). Throws Error naming the one not set.
+  void set_net_sysctls(const NetSysctls& sysctls);
 
   // The criu waiting for the request (-1 once run); for tests and logs.
   pid_t criu_pid() const;
@@ -103,6 +108,7 @@ class PreparedRestore {
   UniqueFd new_netns_;
   RestoreOptions o_;  // everything but the images dir
   std::unique_ptr<StartedRestore> criu_;
+  pid_t restored_ = 0;  // run(): the restored init, once CRIU named it
   bool used_ = false;
   bool done_ = false;
 };

@@ -16,6 +16,9 @@ class CriuPreparedRestore : public PreparedRestore {
                       const std::string& session_dir, const std::string& work_dir);
   int run(const std::string& images_dir, const std::function<void()>& hold,
           const std::function<void()>& resumed) override;
+  void set_net_sysctls(const std::map<std::string, std::string>& sysctls) override {
+    restore_.set_net_sysctls(sysctls);
+  }
   void restore_pages_lazily() override { restore_.set_lazy_pages(); }
 
  private:

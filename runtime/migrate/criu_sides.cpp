@@ -235,14 +235,17 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   }
 }
 
-CriuSource::NetnsAtFreeze CriuSource::check_netns() {
+CriuSource::NetnsAtFreeze CriuSource::check_netns(bool sysctls_later) {
   NetnsAtFreeze out;
+  late_netns_.reset();
   if (fresh_netns_.empty()) return out;
   const auto t0 = std::chrono::steady_clock::now();
   checkpoint::NetnsComparison c;
   std::optional<checkpoint::NetnsWatch> watch = std::exchange(netns_watch_, std::nullopt);
+  const bool later = sysctls_later && watch;
   try {
-    c = watch ? watch->compare(fresh_netns_)
+    using Sysctls = checkpoint::NetnsWatch::Sysctls;
+    c = watch ? watch->compare(fresh_netns_, later ? Sysctls::Later : Sysctls::Now)
               : checkpoint::compare_netns_with_fresh(src_.pid, fresh_netns_);
   } catch (const Error& e) {
     log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools, " +
@@ -258,7 +261,9 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns() {
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0).count();
   std::string how = "compared in " + std::to_string(ms) + " ms";
-  if (watch) {
+  if (later) {
+    how += ", its sysctls left until the images are sent";
+  } else if (watch) {
     how += ", " + std::to_string(watch->sysctls_kept()) +
            " sysctls read through fds opened before the freeze";
     how += c.config_read_ahead ? ", its configuration read then, unchanged since"
@@ -269,6 +274,24 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns() {
                                : "was configured (" + *c.config_difference + "): CRIU saves it";
   log::debug("migrate: " + id_ + "'s network namespace " + fate + "; " +
              std::to_string(out.carried.size()) + " sysctls carried by crx (" + how + ")");
+  if (later) late_netns_.emplace(LateNetns{std::move(*watch), out.moves_empty});
+  return out;
+}
+
+LateState CriuSource::late_state() {
+  LateState out;
+  if (!late_netns_) return out;
+  const LateNetns late = std::move(*late_netns_);
+  late_netns_.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  // Failing, the migration rolls back: the namespace moved without them.
+  for (auto& [path, value] : late.watch.changed_sysctls(fresh_netns_))
+    if (late.moves_empty || !checkpoint::criu_carries_sysctl(path)) out.net_sysctls[path] = value;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  log::debug("migrate: " + id_ + "'s network sysctls read after the images were sent, in " +
+             std::to_string(ms) + " ms: " + std::to_string(out.net_sysctls.size()) +
+             " carried by crx");
   return out;
 }
 
@@ -478,7 +501,7 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
   // The cgroup is frozen already; with freeze_cgroup + leave_running CRIU
   // puts it back to frozen after the dump instead of letting it run.
   // What CRIU does not carry goes with the images (streamed like them).
-  const NetnsAtFreeze net = check_netns();
+  const NetnsAtFreeze net = check_netns(late_state_taken_);
   const std::optional<checkpoint::UtsIpcContent> uts_ipc = check_uts_ipc();
   write_carried_state(images_dir, net, uts_ipc);
   run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true, parent_pages,
@@ -488,7 +511,8 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
 }
 
 std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {
-  const NetnsAtFreeze net = check_netns();
+  // Read now: the lazy dump's CRIU serves pages while the destination restores.
+  const NetnsAtFreeze net = check_netns(false);
   const std::optional<checkpoint::UtsIpcContent> uts_ipc = check_uts_ipc();
   write_carried_state(images_dir, net, uts_ipc);
   UniqueFd images = open_dir(images_dir);
@@ -510,6 +534,7 @@ void CriuSource::resume() {
   ready_dump_.reset();  // a rollback before the dump: that CRIU goes
   exiting_criu_.reset();
   netns_watch_.reset();
+  late_netns_.reset();
   if (src_.paused) return;  // paused before the migration: stays paused
   checkpoint::thaw_container(g_, id_);
 }

@@ -60,6 +60,11 @@ class CriuSource : public SourceSide {
   // container's UTS and IPC namespaces out when its IPC namespace holds no
   // SysV object (check_uts_ipc).
   void destination_makes_uts_ipc(bool yes) override;
+  // With a destination that takes a LateState, a final dump (not a lazy
+  // one) decides at the freeze only how the network namespace moves; its
+  // sysctls are read by late_state(), after the images are sent.
+  void destination_takes_late_state(bool yes) override { late_state_taken_ = yes; }
+  LateState late_state() override;
 
  private:
   // Which of the container's namespaces a final dump leaves out of the
@@ -90,7 +95,9 @@ class CriuSource : public SourceSide {
     checkpoint::NetSysctls carried;
     bool read_ahead = false;  // RoundStats::netns_read_ahead
   };
-  NetnsAtFreeze check_netns();
+  // sysctls_later: the sysctls are left to late_state() where the
+  // namespace is watched (late_netns_), not read now.
+  NetnsAtFreeze check_netns(bool sysctls_later);
   // The container's UTS and IPC namespaces at the freeze: what they hold,
   // when the destination can make them anew holding it (nullopt: CRIU
   // dumps them; checkpoint/uts_ipc_anew.hpp).
@@ -133,6 +140,15 @@ class CriuSource : public SourceSide {
   // check_netns() reads at the freeze only what may have changed; used
   // once.
   std::optional<checkpoint::NetnsWatch> netns_watch_;
+  // The destination takes a LateState (destination_takes_late_state).
+  bool late_state_taken_ = false;
+  // The final dump's namespace whose sysctls late_state() reads, and
+  // whether it moved empty (then crx carries every changed one).
+  struct LateNetns {
+    checkpoint::NetnsWatch watch;
+    bool moves_empty = false;
+  };
+  std::optional<LateNetns> late_netns_;
   // The container made its own UTS and IPC namespaces (no user namespace).
   bool own_uts_ipc_ = false;
   // The IPC sysctls of a new namespace on this host, taken before the

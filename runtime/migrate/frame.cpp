@@ -70,6 +70,7 @@ std::string_view frame_type_name(FrameType type) {
     case FrameType::CommitAck: return "commit-ack";
     case FrameType::Abort: return "abort";
     case FrameType::LazyDone: return "lazy-done";
+    case FrameType::LateState: return "late-state";
     case FrameType::Error: return "error";
     case FrameType::Progress: return "progress";
   }

@@ -45,6 +45,7 @@ enum class FrameType : uint8_t {
   CommitAck = 43,
   Abort = 44,         // either side: roll back (reason)
   LazyDone = 45,      // receiver (--lazy): every page arrived (stats JSON)
+  LateState = 46,     // sender: what it read after the final images (JSON)
   Error = 50,         // either side: a clear one-line reason
   Progress = 51,
 };

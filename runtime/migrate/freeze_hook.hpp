@@ -48,6 +48,10 @@ class FreezeHookSource : public SourceSide {
   }
   bool zero_runs(bool destination_decodes) override { return inner_.zero_runs(destination_decodes); }
   void destination_makes_uts_ipc(bool yes) override { inner_.destination_makes_uts_ipc(yes); }
+  void destination_takes_late_state(bool yes) override {
+    inner_.destination_takes_late_state(yes);
+  }
+  LateState late_state() override { return inner_.late_state(); }
   RoundStats last_round() const override { return inner_.last_round(); }
 
  private:

@@ -107,6 +107,7 @@ std::string to_json(const Acceptance& a) {
   if (a.final_round_ahead) j["final_round_ahead"] = true;
   if (a.zero_runs) j["zero_runs"] = true;
   if (a.uts_ipc_anew) j["uts_ipc_anew"] = true;
+  if (a.late_state) j["late_state"] = true;
   return j.dump();
 }
 
@@ -121,6 +122,7 @@ Acceptance parse_acceptance(const std::string& text) {
   a.final_round_ahead = opt<bool>(j, w, "final_round_ahead", false);
   a.zero_runs = opt<bool>(j, w, "zero_runs", false);
   a.uts_ipc_anew = opt<bool>(j, w, "uts_ipc_anew", false);
+  a.late_state = opt<bool>(j, w, "late_state", false);
   return a;
 }
 
@@ -193,6 +195,33 @@ CommitAck parse_commit_ack(const std::string& text) {
   a.criu_restore = get("criu_restore");
   a.filling_after_resume = opt<bool>(j, "commit-ack", "filling_after_resume", false);
   return a;
+}
+
+std::string to_json(const LateState& s) {
+  return json{{"net_sysctls", s.net_sysctls}}.dump();
+}
+
+LateState parse_late_state(const std::string& text) {
+  const char* w = "late-state";
+  json j = parse_object(text, w);
+  LateState s;
+  auto it = j.find("net_sysctls");
+  if (it == j.end()) return s;
+  if (!it->is_object())
+    throw Error("malformed late-state frame: \"net_sysctls\" is not an object", Cause::Invalid);
+  for (const auto& [path, value] : it->items()) {
+    // A plain path below /proc/sys/net: nothing else may be written there.
+    bool plain = path.starts_with("net/") && path.find("..") == std::string::npos &&
+                 path.find("//") == std::string::npos && path.back() != '/';
+    if (!plain)
+      throw Error("malformed late-state frame: \"" + path + "\" is not a network sysctl",
+                  Cause::Invalid);
+    if (!value.is_string())
+      throw Error("malformed late-state frame: the value of \"" + path + "\" is not a string",
+                  Cause::Invalid);
+    s.net_sysctls[path] = value.get<std::string>();
+  }
+  return s;
 }
 
 std::string to_json(const LazyStats& s) {

@@ -29,6 +29,7 @@
 //                                               now is the source destroyed)
 #pragma once
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -94,6 +95,10 @@ struct Acceptance {
   // out, holding what crx carried (checkpoint/uts_ipc_anew.hpp). An older
   // receiver never says this: the sender's CRIU then dumps them.
   bool uts_ipc_anew = false;
+  // The receiver reads a LateState frame after DumpDone and applies it
+  // before the restored tasks run. An older receiver never says this: the
+  // sender then reads everything in the frozen window, as before.
+  bool late_state = false;
 };
 
 struct RoundStart {
@@ -114,6 +119,15 @@ struct RoundDone {
 
 struct RoundAck {
   uint64_t page_bytes = 0;     // memory the page server received
+};
+
+// LateState's payload: what the source read after it had sent the final
+// images, while the destination restored (a frozen container cannot change
+// it after the dump), for the destination to set before the tasks run.
+struct LateState {
+  // Network sysctls crx carries (checkpoint/fresh_netns.hpp): "net/..."
+  // paths below /proc/sys, their values.
+  std::map<std::string, std::string> net_sysctls;
 };
 
 struct RestoreDone {
@@ -158,6 +172,7 @@ std::string to_json(const RoundAck& r);
 std::string to_json(const RestoreDone& r);
 std::string to_json(const CommitAck& a);
 std::string to_json(const LazyStats& s);
+std::string to_json(const LateState& s);
 
 Manifest parse_manifest(const std::string& text);
 Acceptance parse_acceptance(const std::string& text);
@@ -167,6 +182,9 @@ RoundAck parse_round_ack(const std::string& text);
 RestoreDone parse_restore_done(const std::string& text);
 // "" (an older receiver) is an empty CommitAck.
 CommitAck parse_commit_ack(const std::string& text);
+// Throws Error (Cause::Invalid) naming what is malformed: a path that is
+// not a plain one below net/, a value that is not a string.
+LateState parse_late_state(const std::string& text);
 LazyStats parse_lazy_done(const std::string& text);
 
 }  // namespace crx::migrate

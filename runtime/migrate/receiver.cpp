@@ -68,6 +68,7 @@ class Receiver {
       accept_.final_round_ahead = true;  // a Frozen frame tells when the window opens
       accept_.zero_runs = true;          // page channels may come in frames (zero_runs.hpp)
       accept_.uts_ipc_anew = true;       // PreparedRestore makes them (uts_ipc_anew.hpp)
+      accept_.late_state = true;         // read and set at the restore's hold
       make_session_dir();
       // Before the Accept: the sender freezes right after it when it runs
       // no pre-copy round. A bundle still to come is prepared once here.
@@ -352,6 +353,11 @@ class Receiver {
     bool held = false;
     auto hold = [&] {
       held = true;
+      // What the sender read after the images (sent while this side
+      // restored), set before the tasks run; a failure undoes the restore
+      // as any before the commit.
+      LateState late = parse_late_state(conn_.expect(FrameType::LateState).payload);
+      if (!late.net_sysctls.empty()) prepared_->set_net_sysctls(late.net_sysctls);
       clock_.begin("wait for commit");
       conn_.send(FrameType::RestoreOk);
       conn_.set_timeout(o_.commit_timeout);

@@ -149,6 +149,8 @@ class Sender {
     // filter to write them (zero_runs.hpp).
     zero_runs_ = src_.zero_runs(a.zero_runs);
     src_.destination_makes_uts_ipc(a.uts_ipc_anew);
+    late_state_ = a.late_state;
+    src_.destination_takes_late_state(a.late_state);
     // Negotiated: a receiver that does not say "lazy" (an older crx ignores
     // the manifest's field) would wait for the memory in the final round.
     if (o_.manifest.lazy && !a.lazy)
@@ -226,6 +228,13 @@ class Sender {
     }
     rep_.rounds.push_back(r);
     conn_->send(FrameType::DumpDone);
+    if (late_state_) {
+      // While the destination restores: what the dump left to read, on a
+      // vCPU that would idle otherwise.
+      LateState late = src_.late_state();
+      rep_.rounds.back().net_sysctls_carried += late.net_sysctls.size();
+      conn_->send(FrameType::LateState, to_json(late));
+    }
   }
 
   void restore_and_commit() {
@@ -430,6 +439,7 @@ class Sender {
   std::optional<FrameConn> conn_;
   int round_ = 0;
   bool final_round_ahead_ = false;  // the receiver takes Frozen (Acceptance)
+  bool late_state_ = false;         // the receiver takes LateState (Acceptance)
   bool zero_runs_ = false;          // page channels in frames (Acceptance, the source's filter)
   bool needs_resume_ = false;
   bool committing_ = false;

@@ -116,6 +116,15 @@ class SourceSide {
   // uts_ipc_anew). Pure as well: a wrapper that forgot it would leave them
   // to CRIU.
   virtual void destination_makes_uts_ipc(bool yes) = 0;
+  // Once, before the first round: whether the destination takes a
+  // LateState after the final images (Acceptance::late_state). Only then
+  // may the final dump leave reading to late_state(). Pure as well.
+  virtual void destination_takes_late_state(bool yes) = 0;
+  // After the final dump's images are sent, while the destination
+  // restores: what the dump left to read until now (a network namespace's
+  // sysctls: the frozen container cannot change them). Throws to roll
+  // back. Pure as well: a wrapper that forgot it would lose them.
+  virtual LateState late_state() = 0;
   // The last pre_dump's or dump's account, for the report. Pure as well:
   // a wrapper that forgot it would report every round as unfiltered.
   virtual RoundStats last_round() const = 0;
@@ -149,6 +158,10 @@ class PreparedRestore {
   // Before run(): the restore leaves the tasks' memory to the lazy-pages
   // daemon (DestinationSide::start_lazy_pages) instead of copying it in.
   virtual void restore_pages_lazily() = 0;
+  // Only from within run()'s `hold`: sets these network sysctls in the
+  // restored tasks' namespace now, before they run (LateState). Throws
+  // Error naming the sysctl that could not be set.
+  virtual void set_net_sysctls(const std::map<std::string, std::string>& sysctls) = 0;
 };
 
 class DestinationSide {

@@ -42,5 +42,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   quiet(m::parse_round_ack);
   quiet(m::parse_restore_done);
   quiet(m::parse_commit_ack);
+  quiet(m::parse_late_state);
   return 0;
 }

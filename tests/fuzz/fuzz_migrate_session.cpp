@@ -45,6 +45,7 @@ void serve(m::FrameConn& conn, const std::string& dir) {
       case m::FrameType::RoundAck: (void)m::parse_round_ack(f.payload); break;
       case m::FrameType::RestoreOk: (void)m::parse_restore_done(f.payload); break;
       case m::FrameType::CommitAck: (void)m::parse_commit_ack(f.payload); break;
+      case m::FrameType::LateState: (void)m::parse_late_state(f.payload); break;
       default: break;
     }
   }

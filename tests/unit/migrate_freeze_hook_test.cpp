@@ -22,6 +22,8 @@ struct MarkingSource : SourceSide {
   crx::migrate::RoundStats last_round() const override { return {}; }
   bool zero_runs(bool decodes) override { return decodes; }
   void destination_makes_uts_ipc(bool) override {}
+  void destination_takes_late_state(bool) override {}
+  crx::migrate::LateState late_state() override { return {}; }
   std::string marker;
   int freezes = 0, dumps = 0, resumes = 0;
   void pre_dump(const std::string&, const std::string&, int) override {}

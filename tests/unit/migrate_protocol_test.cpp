@@ -202,6 +202,19 @@ struct FakeSource : SourceSide {
   // What the receiver's Acceptance said of UTS and IPC namespaces.
   std::optional<bool> destination_makes_uts_ipc_;
   void destination_makes_uts_ipc(bool yes) override { destination_makes_uts_ipc_ = yes; }
+  // What the receiver's Acceptance said of a LateState; what the late
+  // read finds, or that it fails.
+  std::optional<bool> destination_takes_late_state_;
+  void destination_takes_late_state(bool yes) override { destination_takes_late_state_ = yes; }
+  std::map<std::string, std::string> late_sysctls;
+  bool fail_late = false;
+  int late_reads = 0;
+  LateState late_state() override {
+    ++late_reads;
+    if (events) events->add("source read its late state");
+    if (fail_late) throw crx::Error("the container's network namespace: Operation not permitted");
+    return LateState{late_sysctls};
+  }
   // As CriuSource would say: from the second round on, 512 pages were at
   // the destination already (the page filter); CRIU kept the container
   // frozen 0.25 s per round (its stats-dump).
@@ -304,6 +317,7 @@ struct FakePreparedRestore : PreparedRestore {
   int run(const std::string& dir, const std::function<void()>& hold,
           const std::function<void()>& resumed) override;
   void restore_pages_lazily() override;
+  void set_net_sysctls(const std::map<std::string, std::string>& sysctls) override;
   ~FakePreparedRestore() override;
 };
 
@@ -327,6 +341,8 @@ struct FakeDestination : DestinationSide {
   bool fail_plan = false;        // the fill's plan cannot read the images
   int restores_without_pages = 0;  // restore_pages_lazily() before run()
   std::vector<std::string> fill_dirs;  // start_fill's round dirs
+  std::map<std::string, std::string> net_sysctls_set;  // by set_net_sysctls
+  bool fail_net_sysctls = false;                        // which then throws
   bool can_fill_after_resume() override { return can_fill; }
   // The fill's plan left lazy_bytes to the daemon, or nothing below min.
   std::unique_ptr<LazyPages> start_fill(const std::string& dir, const std::string& work,
@@ -413,6 +429,14 @@ int FakePreparedRestore::run(const std::string& dir, const std::function<void()>
   int pid = d.run_restore(dir, hold, resumed);
   succeeded = true;
   return pid;
+}
+
+void FakePreparedRestore::set_net_sysctls(const std::map<std::string, std::string>& sysctls) {
+  if (d.events) d.events->add("destination set the late sysctls");
+  if (d.fail_net_sysctls)
+    throw crx::Error("setting network sysctl net/core/somaxconn: Invalid argument",
+                     crx::Cause::Invalid);
+  for (const auto& [path, value] : sysctls) d.net_sysctls_set[path] = value;
 }
 
 void FakePreparedRestore::restore_pages_lazily() {
@@ -627,6 +651,76 @@ TEST(MigrateProtocol, AFailureAfterTheResumeLeavesTheContainerMigrated) {
   }
 }
 
+// A migration that failed after the freeze and before the commit: the
+// sender says why, the source runs on, the destination never ran a copy.
+void expect_rolled_back(const Outcome& r, const Harness& h, const std::string& why) {
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_NE(r.sender.error.find(why), std::string::npos) << r.sender.error;
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_EQ(h.src.freezes, 1);
+  EXPECT_EQ(h.src.resumes, 1);
+  EXPECT_EQ(h.src.destroys, 0);
+  EXPECT_EQ(h.dst.resumes, 0);
+}
+
+// The network sysctls the final dump left to read: read by the source
+// while the destination restores, set there before the tasks run (before
+// the RestoreOk, so that a failure still rolls back).
+TEST(MigrateProtocol, WhatTheSourceReadsAfterTheImagesIsSetBeforeTheTasksRun) {
+  Harness h;
+  h.src.late_sysctls = {{"net/core/somaxconn", "512"}, {"net/ipv4/tcp_keepalive_time", "1234"}};
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(h.src.destination_takes_late_state_, true);
+  EXPECT_EQ(h.src.late_reads, 1);
+  EXPECT_EQ(h.dst.net_sysctls_set, h.src.late_sysctls);
+  EXPECT_LT(h.events.at("source read its late state"), h.events.at("destination set the late sysctls"));
+  EXPECT_LT(h.events.at("destination set the late sysctls"), h.events.at("destination resumed"));
+  // Counted with the two the final dump carried in its images.
+  EXPECT_EQ(r.sender.rounds.back().net_sysctls_carried, 4u);
+}
+
+TEST(MigrateProtocol, ALateReadThatFailsRollsBack) {
+  Harness h;
+  h.src.fail_late = true;
+  Outcome r = h.run();
+  expect_rolled_back(r, h, "Operation not permitted");
+  EXPECT_TRUE(h.dst.net_sysctls_set.empty());
+}
+
+TEST(MigrateProtocol, LateSysctlsTheDestinationCannotSetRollBack) {
+  Harness h;
+  h.src.late_sysctls = {{"net/core/somaxconn", "512"}};
+  h.dst.fail_net_sysctls = true;
+  Outcome r = h.run();
+  expect_rolled_back(r, h, "net/core/somaxconn");
+  EXPECT_EQ(h.dst.released, 1);
+}
+
+TEST(MigrateProtocol, LateStateParsing) {
+  LateState s;
+  s.net_sysctls = {{"net/core/somaxconn", "512"}, {"net/ipv4/conf/all/forwarding", "1"}};
+  EXPECT_EQ(parse_late_state(to_json(s)).net_sysctls, s.net_sysctls);
+  EXPECT_TRUE(parse_late_state("{}").net_sysctls.empty());
+  for (const char* bad : {R"({"net_sysctls": []})", R"({"net_sysctls": {"kernel/hostname": "x"}})",
+                          R"({"net_sysctls": {"net/../kernel/core_pattern": "x"}})",
+                          R"({"net_sysctls": {"net/core/": "1"}})",
+                          R"({"net_sysctls": {"net/core/somaxconn": 512}})"}) {
+    try {
+      parse_late_state(bad);
+      ADD_FAILURE() << bad << " was taken";
+    } catch (const crx::Error& e) {
+      EXPECT_EQ(e.cause(), crx::Cause::Invalid) << bad << ": " << e.what();
+    }
+  }
+  EXPECT_THROW(parse_late_state("[]"), crx::Error);
+  EXPECT_THROW(parse_late_state("{"), crx::Error);
+  Acceptance a{"/b", false};
+  EXPECT_FALSE(parse_acceptance(to_json(a)).late_state);  // an older receiver's
+  a.late_state = true;
+  EXPECT_TRUE(parse_acceptance(to_json(a)).late_state);
+}
+
 TEST(MigrateProtocol, ARoundLongerThanTheTimeOutGoesOnWhileItsPagesFlow) {
   // The control link is silent while a round's pages flow: the receiver's
   // 1 s step time-out must not end a ~3 s round whose page channel moves.
@@ -689,12 +783,7 @@ TEST(MigrateProtocol, RestoreFailureResumesTheSource) {
   Harness h;
   h.dst.fail_restore = true;
   Outcome r = h.run();
-  EXPECT_EQ(r.sender.outcome, "rolled back");
-  EXPECT_NE(r.sender.error.find("criu restore failed"), std::string::npos) << r.sender.error;
-  EXPECT_EQ(r.receiver.outcome, "rolled back");
-  EXPECT_EQ(h.src.freezes, 1);
-  EXPECT_EQ(h.src.resumes, 1);
-  EXPECT_EQ(h.src.destroys, 0);
+  expect_rolled_back(r, h, "criu restore failed");
   EXPECT_EQ(h.dst.discards, 1);
 }
 
@@ -1196,6 +1285,9 @@ TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   receiver.get();
   EXPECT_EQ(rep.outcome, "in doubt") << rep.error;
   EXPECT_NE(rep.error.find("stays frozen"), std::string::npos) << rep.error;
+  // A receiver that did not say it takes a LateState gets none.
+  EXPECT_EQ(src.destination_takes_late_state_, false);
+  EXPECT_EQ(src.late_reads, 0);
   EXPECT_EQ(src.freezes, 1);
   EXPECT_EQ(src.resumes, 0);
   EXPECT_EQ(src.destroys, 0);

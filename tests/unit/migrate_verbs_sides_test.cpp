@@ -70,6 +70,8 @@ struct FakeSource : SourceSide {
   crx::migrate::RoundStats last_round() const override { return {}; }
   bool zero_runs(bool decodes) override { return decodes; }
   void destination_makes_uts_ipc(bool) override {}
+  void destination_takes_late_state(bool) override {}
+  crx::migrate::LateState late_state() override { return {}; }
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
   bool dump_verbs = true;  // the final dump finds verbs objects
@@ -123,6 +125,7 @@ struct NothingPrepared : crx::migrate::PreparedRestore {
   }
   // A verbs container's pinned pages must be in place before it resumes.
   void restore_pages_lazily() override { ADD_FAILURE() << "pages left for after the resume"; }
+  void set_net_sysctls(const std::map<std::string, std::string>&) override {}
 };
 
 struct FakeDestination : DestinationSide {

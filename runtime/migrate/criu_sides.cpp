@@ -242,11 +242,18 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns(bool sysctls_later) {
   const auto t0 = std::chrono::steady_clock::now();
   checkpoint::NetnsComparison c;
   std::optional<checkpoint::NetnsWatch> watch = std::exchange(netns_watch_, std::nullopt);
-  const bool later = sysctls_later && watch;
+  bool later = sysctls_later && watch;
   try {
     using Sysctls = checkpoint::NetnsWatch::Sysctls;
     c = watch ? watch->compare(fresh_netns_, later ? Sysctls::Later : Sysctls::Now)
               : checkpoint::compare_netns_with_fresh(src_.pid, fresh_netns_);
+    if (later && c.config_difference) {
+      // CRIU saves this one: its dump locks and walks the namespace, and
+      // what that loads adds sysctls of its own (nf_conntrack's, seen in
+      // a guest), which a later read would take for the container's.
+      c.changed_sysctls = watch->changed_sysctls(fresh_netns_);
+      later = false;
+    }
   } catch (const Error& e) {
     log::warn("migrate: " + id_ + "'s network namespace moves with CRIU's network tools, " +
               "without the sysctls CRIU does not save: " + e.what());

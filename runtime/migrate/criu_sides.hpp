@@ -96,7 +96,8 @@ class CriuSource : public SourceSide {
     bool read_ahead = false;  // RoundStats::netns_read_ahead
   };
   // sysctls_later: the sysctls are left to late_state() where the
-  // namespace is watched (late_netns_), not read now.
+  // namespace is watched (late_netns_) and moves empty (CRIU's dump does
+  // not touch it then), not read now.
   NetnsAtFreeze check_netns(bool sysctls_later);
   // The container's UTS and IPC namespaces at the freeze: what they hold,
   // when the destination can make them anew holding it (nullopt: CRIU

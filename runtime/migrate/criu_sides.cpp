@@ -261,6 +261,7 @@ CriuSource::NetnsAtFreeze CriuSource::check_netns(bool sysctls_later) {
   }
   out.moves_empty = !c.config_difference;
   out.read_ahead = watch && c.config_read_ahead;
+  out.sysctls_late = later;
   // Moved empty, the namespace takes none of its sysctls along; kept, CRIU
   // restores its devices' conf entries itself.
   for (auto& [path, value] : c.changed_sysctls)
@@ -515,6 +516,7 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
            {.net = net.moves_empty, .uts_ipc = uts_ipc.has_value()});
   last_round_.net_sysctls_carried = net.carried.size();
   last_round_.netns_read_ahead = net.read_ahead;
+  last_round_.net_sysctls_late = net.sysctls_late;
 }
 
 std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {

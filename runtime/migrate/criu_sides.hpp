@@ -94,6 +94,7 @@ class CriuSource : public SourceSide {
     bool moves_empty = false;
     checkpoint::NetSysctls carried;
     bool read_ahead = false;  // RoundStats::netns_read_ahead
+    bool sysctls_late = false;  // RoundStats::net_sysctls_late
   };
   // sysctls_later: the sysctls are left to late_state() where the
   // namespace is watched (late_netns_) and moves empty (CRIU's dump does

@@ -241,6 +241,7 @@ std::string MigrationReport::to_text() const {
     if (r.net_sysctls_carried > 0)
       out += "; " + std::to_string(r.net_sysctls_carried) + " network sysctls carried by crx";
     if (r.netns_read_ahead) out += "; network namespace read before the freeze";
+    if (r.net_sysctls_late) out += "; its sysctls read after the images were sent";
     if (r.uts_ipc_made_anew) out += "; UTS and IPC namespaces made anew, their content carried by crx";
     if (r.criu) {
       // A dump writes the pages while the tasks are frozen (CRIU times the
@@ -339,6 +340,7 @@ std::string MigrationReport::to_json() const {
     if (r.netns_moved_empty) jr["network_namespace_moved_empty"] = true;
     if (r.net_sysctls_carried > 0) jr["network_sysctls_carried"] = r.net_sysctls_carried;
     if (r.netns_read_ahead) jr["network_namespace_read_before_freeze"] = true;
+    if (r.net_sysctls_late) jr["network_sysctls_read_after_images"] = true;
     if (r.uts_ipc_made_anew) jr["uts_ipc_namespaces_made_anew"] = true;
     if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
     if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;

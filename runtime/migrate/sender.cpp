@@ -374,6 +374,7 @@ class Sender {
       r.netns_moved_empty = stats.netns_moved_empty;
       r.net_sysctls_carried = stats.net_sysctls_carried;
       r.netns_read_ahead = stats.netns_read_ahead;
+      r.net_sysctls_late = stats.net_sysctls_late;
       r.uts_ipc_made_anew = stats.uts_ipc_made_anew;
       r.criu = stats.criu;
     }

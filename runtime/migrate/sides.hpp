@@ -31,6 +31,9 @@ struct RoundStats {
   // its configuration was announced changed since (checkpoint::NetnsWatch):
   // only its sysctls were read in the frozen window.
   bool netns_read_ahead = false;
+  // Final dump: the namespace's sysctls were left to late_state(), read
+  // once the images were sent (SourceSide::late_state).
+  bool net_sysctls_late = false;
   // Final dump: the container's UTS and IPC namespaces were left out of
   // the images; crx carries what they held (checkpoint/uts_ipc_anew.hpp).
   bool uts_ipc_made_anew = false;

@@ -229,6 +229,7 @@ struct FakeSource : SourceSide {
       s.netns_moved_empty = true;  // its network namespace as a new one
       s.net_sysctls_carried = 2;   // and two sysctls crx carried
       s.netns_read_ahead = true;   // its configuration read before the freeze
+      s.net_sysctls_late = true;   // its sysctls after the images were sent
       s.uts_ipc_made_anew = true;  // its UTS and IPC namespaces left out
     }
     s.criu.emplace();
@@ -678,6 +679,12 @@ TEST(MigrateProtocol, WhatTheSourceReadsAfterTheImagesIsSetBeforeTheTasksRun) {
   EXPECT_LT(h.events.at("destination set the late sysctls"), h.events.at("destination resumed"));
   // Counted with the two the final dump carried in its images.
   EXPECT_EQ(r.sender.rounds.back().net_sysctls_carried, 4u);
+  EXPECT_TRUE(r.sender.rounds.back().net_sysctls_late);
+  EXPECT_NE(r.sender.to_text().find("its sysctls read after the images were sent"),
+            std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"network_sysctls_read_after_images\":true"),
+            std::string::npos);
 }
 
 TEST(MigrateProtocol, ALateReadThatFailsRollsBack) {

@@ -80,8 +80,8 @@ class PreparedRestore {
  private:
   void prepare();
   // The container becomes this host's: state.json, pid file; from here on
-  // nothing of it is removed.
-  // carried: what the checkpoint carried (nullptr: none).
+  // nothing of it is removed. carried: what the checkpoint carried
+  // (nullptr: none).
   void save_state(pid_t pid, const std::string& pid_file, const CarriedState* carried);
   void release() noexcept;
   // The state dir made in prepare(), locked; nullopt when it is gone (or

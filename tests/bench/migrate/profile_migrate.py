@@ -9,7 +9,7 @@ guests some CPU: use this for where the time goes, bench_migrate.py for
 how long.
 
 Usage: tests/bench/migrate/profile_migrate.py [--mib 16] [--pre-copy 0]
-           [--build DIR] [--gap 0.2] [--runc] [--keep DIR]
+           [--build DIR] [--gap 0.2] [--copy-every 0.2] [--runc] [--keep DIR]
 """
 import argparse
 import os
@@ -26,10 +26,12 @@ import bench_migrate as bm  # noqa: E402
 # CRIU's work dirs vanish when crx is done: copy the logs while it runs.
 # Only what changed is copied (test -nt is a shell builtin, a cp per file
 # and round was too slow under TCG to catch the restore's log before its
-# work dir vanished).
+# work dir vanished). Every 0.2 s (--copy-every) misses the restore's log
+# of a small container, whose work dir lives ~0.3 s; every 0.01 s catches
+# it, at the cost of more of the guests' CPU.
 KEEP_LOGS = ("while :; do for f in {src}/*/*.log {src}/*.log; do [ -f \"$f\" ] && "
              "{{ d={dst}/$(echo \"$f\" | tr / _); [ \"$f\" -nt \"$d\" ] && "
-             "cp \"$f\" \"$d\" 2>/dev/null; }}; done; sleep 0.2; done")
+             "cp \"$f\" \"$d\" 2>/dev/null; }}; done; sleep {every}; done")
 STAMP = re.compile(r"^\((\d+\.\d+)\)")
 
 
@@ -54,6 +56,9 @@ def main():
     ap.add_argument("--mib", type=int, default=16)
     ap.add_argument("--pre-copy", type=int, default=0)
     ap.add_argument("--gap", type=float, default=0.2)
+    ap.add_argument("--copy-every", type=float, default=0.2,
+                    help="seconds between the guests' copies of CRIU's logs (0.01 catches "
+                         "the restore's log of a small container)")
     ap.add_argument("--runc", action="store_true", help="also profile the runc way")
     ap.add_argument("--crx-flags", default="")
     ap.add_argument("--keep", help="copy the full CRIU logs into this host dir")
@@ -70,8 +75,10 @@ def main():
             bm.sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {bm.KEY} > /tmp/key && "
                          "chmod 600 /tmp/key && mkdir -p /tmp/logs")
         bm.crx_way(tb, crx, 1, "warm", a.pre_copy, a.crx_flags)  # binaries into the page cache
-        keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx-migrate/out-*", dst="/tmp/logs")),
-                tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst="/tmp/logs"))]
+        keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx-migrate/out-*", dst="/tmp/logs",
+                                                 every=a.copy_every)),
+                tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst="/tmp/logs",
+                                                 every=a.copy_every))]
         time.sleep(1)
         logged = f"{crx} --debug --log /tmp/crx.log" if a.crx_debug else crx
         r = bm.crx_way(tb, logged, a.mib, "prof", a.pre_copy, a.crx_flags)

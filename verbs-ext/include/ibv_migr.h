@@ -242,6 +242,29 @@ int ibv_migr_queue_mmap(struct ibv_context *ctx, uint32_t which,
  * address space of the process that registered it (any caller). */
 int ibv_migr_mr_pin(struct ibv_context *ctx, uint32_t mr_handle);
 
+/* Which pages of MR mr_handle (a user MR of ctx) the device has written
+ * (RDMA WRITE and atomics answered, SENDs received, RDMA READ responses
+ * placed) since they were last cleared or the MR was registered.  With
+ * IBV_MIGR_WRITES_CLEAR the bits read are cleared.  A checkpointer that
+ * copies an MR's memory clears first and copies after; the bit of a page
+ * is set after the device's write, so no write ending after the copy
+ * began is missed.  0 or -errno; on success out->bits is malloc()ed
+ * (free() it), bit i of word w being page 64 w + i from out->addr, or
+ * NULL when the MR spans no pages (registered unpinned, not pinned yet).
+ * out->lost: MRs of the device (any context's) deregistered while they
+ * had pages logged, whose writes no MR reports now; out->context tells
+ * contexts apart (unique while the module is loaded). */
+#define IBV_MIGR_WRITES_CLEAR	(1u << 0)
+struct ibv_migr_mr_writes {
+	uint64_t addr;
+	uint64_t pages;
+	uint64_t context;
+	uint64_t lost;
+	uint64_t *bits;
+};
+int ibv_migr_mr_writes(struct ibv_context *ctx, uint32_t mr_handle,
+		       unsigned int flags, struct ibv_migr_mr_writes *out);
+
 /* The uverbs file ctx->cmd_fd (the caller's fd) takes the credentials
  * task pid has now: the restored process can use write() commands on it
  * again after its restorer changed its credentials.  With

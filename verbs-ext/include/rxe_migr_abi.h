@@ -5,7 +5,7 @@
  * kernel module build and user space; depends only on <linux/types.h> and
  * <rdma/ib_user_ioctl_cmds.h>.
  *
- * All methods but MR_PIN (of UVERBS_OBJECT_MR) are driver-specific uverbs
+ * All methods but MR_PIN and MR_WRITES (of UVERBS_OBJECT_MR) are driver-specific uverbs
  * methods of UVERBS_OBJECT_DEVICE (object id 0), issued with
  * RDMA_VERBS_IOCTL on the uverbs fd of a context, driver_id RDMA_DRIVER_RXE.  Every method needs CAP_CHECKPOINT_RESTORE or
  * CAP_SYS_ADMIN.  Every input starts with a __u32 version that must equal
@@ -124,6 +124,16 @@ enum rxe_migr_mr_methods {
 	 * the process that registered it (not the caller's) and makes the
 	 * MR valid.  EINVAL if the MR is pinned already. */
 	RXE_MIGR_METHOD_MR_PIN = (1U << UVERBS_ID_NS_SHIFT),
+	/* in: struct rxe_migr_mr_writes_req; out: struct
+	 * rxe_migr_mr_writes, then as many __u64 words of its bitmap as
+	 * the out attribute has room for; MR handle of a user MR.  Which
+	 * pages of the MR the device has written (RDMA WRITE and atomics
+	 * answered, SENDs received, RDMA READ responses placed) since they
+	 * were last cleared or the MR was registered.  A checkpointer that
+	 * copied the MR's memory clears the bits first and copies after,
+	 * and later reads which pages it has to copy again; the bit of a
+	 * page is set after the device's write to it. */
+	RXE_MIGR_METHOD_MR_WRITES,
 };
 
 enum rxe_migr_attrs {
@@ -484,6 +494,33 @@ struct rxe_migr_queue_mmap_out {
 struct rxe_migr_mr_pin {
 	__u32 version;
 	__u32 reserved;
+};
+
+/* rxe_migr_mr_writes_req.flags: clear the bits read (atomically per
+ * word: a write that races with the read is either in this answer or
+ * stays set) */
+#define RXE_MIGR_WRITES_CLEAR	(1u << 0)
+
+struct rxe_migr_mr_writes_req {
+	__u32 version;
+	__u32 flags;		/* RXE_MIGR_WRITES_* */
+	__u64 first_page;	/* first page of the answer's bitmap, a
+				 * multiple of 64 */
+};
+
+/* Bit i of bitmap word w is page first_page + 64 * w + i of the MR,
+ * whose page 0 is the page at addr. */
+struct rxe_migr_mr_writes {
+	__u64 addr;		/* user address of the MR's first page */
+	__u64 pages;		/* pages the MR spans; 0 while not pinned */
+	__u64 first_page;	/* as asked */
+	__u64 count;		/* pages in the bitmap that follows */
+	/* the context's serial number, unique while the module is loaded */
+	__u64 context;
+	/* user MRs of the device (any context) deregistered while they had
+	 * bits set, since the device was added: their writes are in no
+	 * bitmap any more, also when their context is gone with them */
+	__u64 lost;
 };
 
 /* rxe_migr_adopt_cred.flags: the other threads of pid whose credentials

@@ -60,6 +60,91 @@ int ibv_migr_mr_pin(struct ibv_context *ctx, uint32_t mr_handle)
 	return migr_call_run(ctx->cmd_fd, &c);
 }
 
+/* One call of MR_WRITES: the bitmap from first_page on, as much as one
+ * attribute holds, into words (room for (pages - first_page + 63) / 64
+ * of them once pages is known). */
+static int mr_writes_call(struct ibv_context *ctx, uint32_t mr_handle,
+			  unsigned int flags, uint64_t first_page,
+			  struct rxe_migr_mr_writes *hdr, uint64_t *words,
+			  size_t nwords)
+{
+	size_t max_words = (RXE_MIGR_MAX_ATTR_LEN - sizeof(*hdr)) / 8;
+	size_t len = sizeof(*hdr) + (nwords < max_words ? nwords : max_words) * 8;
+	struct rxe_migr_mr_writes_req req = { .version = RXE_MIGR_ABI_VERSION,
+					      .first_page = first_page };
+	struct migr_call c;
+	char *buf;
+	int err;
+
+	if (flags & IBV_MIGR_WRITES_CLEAR)
+		req.flags |= RXE_MIGR_WRITES_CLEAR;
+	buf = calloc(1, len);
+	if (!buf)
+		return -ENOMEM;
+	migr_call_init(&c, RXE_MIGR_METHOD_MR_WRITES);
+	c.object = UVERBS_OBJECT_MR;
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_out(&c, RXE_MIGR_ATTR_OUT, buf, len);
+	migr_attr_handle(&c, RXE_MIGR_ATTR_MR_HANDLE, mr_handle);
+	err = migr_call_run(ctx->cmd_fd, &c);
+	if (!err) {
+		memcpy(hdr, buf, sizeof(*hdr));
+		if (hdr->count > (len - sizeof(*hdr)) * 8)
+			err = -EPROTO;
+		else
+			memcpy(words, buf + sizeof(*hdr), (hdr->count + 63) / 64 * 8);
+	}
+	free(buf);
+	return err;
+}
+
+int ibv_migr_mr_writes(struct ibv_context *ctx, uint32_t mr_handle,
+		       unsigned int flags, struct ibv_migr_mr_writes *out)
+{
+	struct rxe_migr_mr_writes hdr;
+	uint64_t first = 0, *words = NULL;
+	int err;
+
+	if (!ctx || !out || flags & ~IBV_MIGR_WRITES_CLEAR)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	/* the first call says how large the MR is and reads its start */
+	do {
+		size_t nwords;
+
+		if (!words) {
+			uint64_t probe[1];
+
+			err = mr_writes_call(ctx, mr_handle, flags, 0, &hdr,
+					     probe, 0);
+			if (err)
+				return err;
+			if (!hdr.pages)
+				break;
+			words = calloc((hdr.pages + 63) / 64, 8);
+			if (!words)
+				return -ENOMEM;
+			out->pages = hdr.pages;
+			out->addr = hdr.addr;
+		}
+		nwords = (out->pages - first + 63) / 64;
+		err = mr_writes_call(ctx, mr_handle, flags, first, &hdr,
+				     words + first / 64, nwords);
+		if (!err && (hdr.pages != out->pages || hdr.addr != out->addr ||
+			     !hdr.count))
+			err = -EAGAIN;	/* the MR changed under us */
+		if (err) {
+			free(words);
+			return err;
+		}
+		first += hdr.count;
+	} while (first < out->pages);
+	out->bits = words;
+	out->context = hdr.context;
+	out->lost = hdr.lost;
+	return 0;
+}
+
 int ibv_migr_adopt_cred(struct ibv_context *ctx, pid_t pid, unsigned int flags)
 {
 	struct rxe_migr_adopt_cred req = { .version = RXE_MIGR_ABI_VERSION,

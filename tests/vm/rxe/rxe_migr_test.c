@@ -21,6 +21,10 @@
  *           CQ's channel; after destroying everything and restoring into a
  *           new context, events arrive on the restored channels of the
  *           right CQs (the unread one queued again, the armed CQ re-armed).
+ *   writes             the MR write log: RDMA WRITEs, an atomic, a SEND
+ *           and an RDMA READ response into an MR are logged page by page
+ *           (CPU writes are not), read, cleared, read in chunks; MRs
+ *           deregistered with pages logged are counted per device.
  *
  * Output lines: "OK ..." on success, "FAIL ..." and exit 1 otherwise.
  */
@@ -1393,6 +1397,259 @@ static int do_evfds(void)
 	return 0;
 }
 
+/* --- the MR write log (MR_WRITES) ---------------------------------- */
+
+#define WR_PAGES 130	/* two whole bitmap words and two pages */
+#define PG 4096
+
+/* one work request from qp, waited for on cq */
+static void wr_post_wait(struct ibv_qp *qp, struct ibv_cq *cq,
+			 struct ibv_send_wr *wr, const char *what)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	time_t t0 = now();
+	int n;
+
+	wr->send_flags = IBV_SEND_SIGNALED;
+	if (ibv_post_send(qp, wr, &bad))
+		die("%s: post_send: %s", what, strerror(errno));
+	while ((n = ibv_poll_cq(cq, 1, &wc)) == 0 && now() - t0 < 60)
+		usleep(1000);
+	if (n != 1 || wc.status != IBV_WC_SUCCESS)
+		die("%s: no good completion (%d, %s)", what, n,
+		    n == 1 ? ibv_wc_status_str(wc.status) : "-");
+}
+
+static void wr_remote(struct ibv_qp *qp, struct ibv_cq *cq,
+		      enum ibv_wr_opcode op, struct ibv_mr *local, void *laddr,
+		      uint32_t len, struct ibv_mr *remote, void *raddr,
+		      const char *what)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len,
+			       .lkey = local->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = op };
+
+	if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		wr.wr.atomic.remote_addr = (uintptr_t)raddr;
+		wr.wr.atomic.rkey = remote->rkey;
+		wr.wr.atomic.compare_add = 1;
+	} else {
+		wr.wr.rdma.remote_addr = (uintptr_t)raddr;
+		wr.wr.rdma.rkey = remote->rkey;
+	}
+	wr_post_wait(qp, cq, &wr, what);
+}
+
+/* the log of mr as a list "3 10 11", and its header */
+static void wr_read(struct ibv_context *ctx, struct ibv_mr *mr,
+		    unsigned int flags, struct ibv_migr_mr_writes *w,
+		    char *list, size_t size)
+{
+	int err = ibv_migr_mr_writes(ctx, mr->handle, flags, w);
+	size_t at = 0;
+
+	if (err)
+		die("ibv_migr_mr_writes: %s", strerror(-err));
+	list[0] = 0;
+	for (uint64_t p = 0; p < w->pages; p++)
+		if (w->bits[p / 64] >> (p % 64) & 1)
+			at += snprintf(list + at, size - at, "%s%llu",
+				       at ? " " : "", (unsigned long long)p);
+	free(w->bits);
+}
+
+static void wr_expect(struct ibv_context *ctx, struct ibv_mr *mr,
+		      unsigned int flags, const char *want, const char *what)
+{
+	struct ibv_migr_mr_writes w;
+	char got[1024];
+
+	wr_read(ctx, mr, flags, &w, got, sizeof(got));
+	if (strcmp(got, want))
+		die("%s: pages logged \"%s\", expected \"%s\"", what, got, want);
+	printf("OK %s: \"%s\"\n", what, got);
+}
+
+static int do_writes(void)
+{
+	const int acc = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	struct ibv_context *ctx = open_ctx(), *other = open_ctx();
+	struct ibv_pd *pd = ibv_alloc_pd(ctx), *opd = ibv_alloc_pd(other);
+	char *x = map_buf(WR_PAGES * PG, NULL), *src = map_buf(4 * PG, NULL);
+	char *y = map_buf(4 * PG, NULL);
+	struct ibv_mr *mx, *ms, *my, *mz, *mo;
+	/* sends and receives complete on CQs of their own: a receive must
+	 * not be taken for the completion of the send waited for */
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a, *b;
+	struct ibv_migr_mr_writes w, w2;
+	union ibv_gid gid;
+	uint64_t lost0;
+	char list[1024];
+	struct {
+		struct rxe_migr_mr_writes h;
+		uint64_t word;
+	} one;
+	struct rxe_migr_mr_writes_req req = { .version = RXE_MIGR_ABI_VERSION };
+	struct migr_call c;
+	int err;
+
+	if (!pd || !opd || !cq || !rcq)
+		die("setup: %s", strerror(errno));
+	mx = ibv_reg_mr(pd, x, WR_PAGES * PG, acc);
+	ms = ibv_reg_mr(pd, src, 4 * PG, acc);
+	mo = ibv_reg_mr(opd, src, 4 * PG, acc);
+	if (!mx || !ms || !mo)
+		die("reg_mr: %s", strerror(errno));
+	{
+		struct ibv_qp_init_attr ia = { .send_cq = cq, .recv_cq = rcq,
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.qp_type = IBV_QPT_RC };
+		struct ibv_qp_attr at = { .qp_access_flags = acc };
+
+		a = ibv_create_qp(pd, &ia);
+		b = ibv_create_qp(pd, &ia);
+		if (!a || !b || ibv_query_gid(ctx, 1, GID_INDEX, &gid))
+			die("create_qp: %s", strerror(errno));
+		ev_connect(a, b->qp_num, gid.raw);
+		ev_connect(b, a->qp_num, gid.raw);
+		if (ibv_modify_qp(a, &at, IBV_QP_ACCESS_FLAGS) ||
+		    ibv_modify_qp(b, &at, IBV_QP_ACCESS_FLAGS))
+			die("access flags: %s", strerror(errno));
+	}
+	memset(x, 1, WR_PAGES * PG);	/* the CPU's writes are not logged */
+	memset(src, 7, 4 * PG);
+	wr_expect(ctx, mx, 0, "", "registered, nothing written");
+
+	/* b writes into a's MR: one page, three pages, across a boundary,
+	 * the last page; an atomic; a SEND into a receive buffer in it; and
+	 * a's RDMA READ places its response in it */
+	wr_remote(b, cq, IBV_WR_RDMA_WRITE, ms, src, 100, mx, x + 3 * PG,
+		  "write page 3");
+	wr_remote(b, cq, IBV_WR_RDMA_WRITE, ms, src, 3 * PG, mx, x + 10 * PG,
+		  "write pages 10-12");
+	wr_remote(b, cq, IBV_WR_RDMA_WRITE, ms, src, 16, mx, x + 20 * PG - 8,
+		  "write across 19/20");
+	wr_remote(b, cq, IBV_WR_RDMA_WRITE, ms, src, 8, mx,
+		  x + (WR_PAGES - 1) * PG, "write the last page");
+	/* the old value lands in the source MR's last page */
+	wr_remote(b, cq, IBV_WR_ATOMIC_FETCH_AND_ADD, ms, src + 3 * PG, 8, mx,
+		  x + 40 * PG, "atomic on page 40");
+	{
+		struct ibv_sge sge = { .addr = (uintptr_t)x + 50 * PG,
+				       .length = 64, .lkey = mx->lkey };
+		struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *bad;
+		struct ibv_sge ss = { .addr = (uintptr_t)src, .length = 64,
+				      .lkey = ms->lkey };
+		struct ibv_send_wr sw = { .sg_list = &ss, .num_sge = 1,
+					  .opcode = IBV_WR_SEND };
+		struct ibv_wc wc;
+		time_t t0 = now();
+		int n;
+
+		if (ibv_post_recv(a, &rw, &bad))
+			die("post_recv");
+		wr_post_wait(b, cq, &sw, "send into page 50");
+		while ((n = ibv_poll_cq(rcq, 1, &wc)) == 0 && now() - t0 < 60)
+			usleep(1000);
+		if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV)
+			die("receive into page 50");
+	}
+	wr_remote(a, cq, IBV_WR_RDMA_READ, mx, x + 55 * PG, 32, ms, src,
+		  "read response into page 55");
+	if (x[3 * PG] != 7 || x[12 * PG + 5] != 7 || x[50 * PG] != 7 ||
+	    x[55 * PG] != 7 || *(uint64_t *)(x + 40 * PG) != 0x0101010101010102ull)
+		die("the device's writes did not land: %d %d %d %d %llx", x[3 * PG],
+		    x[12 * PG + 5], x[50 * PG], x[55 * PG],
+		    (unsigned long long)*(uint64_t *)(x + 40 * PG));
+	x[5 * PG] = 2;
+	{
+		const char *all = "3 10 11 12 19 20 40 50 55 129";
+
+		wr_expect(ctx, mx, 0, all, "read");
+		wr_expect(ctx, mx, IBV_MIGR_WRITES_CLEAR, all, "read and cleared");
+		wr_expect(ctx, mx, 0, "", "after the clear");
+	}
+	wr_expect(ctx, ms, 0, "3", "the source MR (the atomic's old value)");
+
+	/* chunks: a bitmap word per call, the next at page 64 */
+	wr_remote(b, cq, IBV_WR_RDMA_WRITE, ms, src, 8, mx, x + 70 * PG,
+		  "write page 70");
+	migr_call_init(&c, RXE_MIGR_METHOD_MR_WRITES);
+	c.object = UVERBS_OBJECT_MR;
+	req.first_page = 64;
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_out(&c, RXE_MIGR_ATTR_OUT, &one, sizeof(one));
+	migr_attr_handle(&c, RXE_MIGR_ATTR_MR_HANDLE, mx->handle);
+	memset(&one, 0, sizeof(one));
+	err = migr_call_run(ctx->cmd_fd, &c);
+	if (err || one.h.first_page != 64 || one.h.count != 64 ||
+	    one.h.pages != WR_PAGES || one.h.addr != (uintptr_t)x ||
+	    one.word != 1ull << 6)
+		die("one word at page 64: err %d count %llu word %llx", err,
+		    (unsigned long long)one.h.count,
+		    (unsigned long long)one.word);
+	req.first_page = 1;
+	migr_call_init(&c, RXE_MIGR_METHOD_MR_WRITES);
+	c.object = UVERBS_OBJECT_MR;
+	migr_attr_in(&c, RXE_MIGR_ATTR_IN, &req, sizeof(req));
+	migr_attr_out(&c, RXE_MIGR_ATTR_OUT, &one, sizeof(one));
+	migr_attr_handle(&c, RXE_MIGR_ATTR_MR_HANDLE, mx->handle);
+	err = migr_call_run(ctx->cmd_fd, &c);
+	if (err != -EINVAL)
+		die("first_page 1 accepted (%d)", err);
+	req.first_page = 0;
+	req.flags = 2;
+	err = migr_call_run(ctx->cmd_fd, &c);
+	req.flags = 0;
+	req.version = 5;
+	if (err != -EINVAL || migr_call_run(ctx->cmd_fd, &c) != -EINVAL)
+		die("unknown flags or an old version accepted");
+	req.version = RXE_MIGR_ABI_VERSION;
+	printf("OK chunks of one word, an unaligned first page refused\n");
+
+	/* an MR deregistered with pages logged counts as lost; one without
+	 * does not; the other context counts on its own */
+	wr_read(ctx, mx, 0, &w, list, sizeof(list));
+	lost0 = w.lost;
+	my = ibv_reg_mr(pd, y, 4 * PG, acc);
+	mz = ibv_reg_mr(pd, y, 4 * PG, acc);
+	if (!my || !mz)
+		die("reg_mr: %s", strerror(errno));
+	wr_remote(b, cq, IBV_WR_RDMA_WRITE, ms, src, 8, my, y + PG,
+		  "write into MR y");
+	/* the log is the MR's the device wrote through, not the pages' */
+	wr_expect(ctx, mz, 0, "", "another MR over the same pages");
+	if (ibv_dereg_mr(mz))
+		die("dereg mz");
+	wr_read(ctx, mx, 0, &w, list, sizeof(list));
+	if (w.lost != lost0)
+		die("an MR deregistered with nothing logged counted as lost");
+	wr_expect(ctx, my, 0, "1", "MR y");
+	if (ibv_dereg_mr(my))
+		die("dereg my");
+	wr_read(ctx, mx, 0, &w, list, sizeof(list));
+	if (w.lost != lost0 + 1)
+		die("an MR deregistered with pages logged: lost %llu, was %llu",
+		    (unsigned long long)w.lost, (unsigned long long)lost0);
+	/* the count is the device's: a context that goes takes its MRs
+	 * along, and their writes must not vanish without a trace */
+	wr_read(other, mo, 0, &w2, list, sizeof(list));
+	if (w2.context == w.context || w2.lost != w.lost)
+		die("the other context: serial %llu (this %llu), lost %llu (%llu)",
+		    (unsigned long long)w2.context,
+		    (unsigned long long)w.context,
+		    (unsigned long long)w2.lost, (unsigned long long)w.lost);
+	printf("OK lost MRs counted per device (%llu), contexts told apart\n",
+	       (unsigned long long)w.lost);
+	printf("OK MR write log\n");
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -1438,5 +1695,7 @@ int main(int argc, char **argv)
 		return do_hostile(&o);
 	if (!strcmp(o.mode, "evfds"))
 		return do_evfds();
+	if (!strcmp(o.mode, "writes"))
+		return do_writes();
 	die("unknown mode %s", o.mode);
 }

@@ -15,6 +15,10 @@
 - one process with two completion channels (one renumbered) and the async
   fd: the dump identifies each event fd and each CQ's channel; restored,
   completion events arrive on the right restored channels;
+- the MR write log: what the device writes into an MR (RDMA WRITE, an
+  atomic, a SEND, an RDMA READ response) is logged page by page, the
+  CPU's writes are not; read, cleared, read in chunks; an MR deregistered
+  with pages logged is counted by the device;
 - hostile inputs to every new uverbs method are refused;
 - kill -INT / kill -9 of verbs processes mid-transfer, patched and stock
   module: no oops or WARN in any guest's kernel log.
@@ -218,6 +222,13 @@ class RxeMigrTest(VmTestCase):
         self.assertEqual(rc, 0, out + err)
         self.assertIn("OK event fds identified", out)
         self.assertIn("OK CQ windows", out)
+        print(out.strip(), flush=True)
+        self.check_logs()
+
+    def test_5b_mr_writes(self):
+        rc, out, err = self.tb.run(0, self.t("writes"), timeout=300)
+        self.assertEqual(rc, 0, out + err)
+        self.assertIn("OK MR write log", out)
         print(out.strip(), flush=True)
         self.check_logs()
 

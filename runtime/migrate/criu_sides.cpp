@@ -38,6 +38,8 @@
 #include "migrate/ram_dir.hpp"
 #include "migrate/rootfs_stream.hpp"
 #include "migrate/task_memory.hpp"
+#include "migrate/written_task_memory.hpp"
+#include "rdma/container_verbs.hpp"
 #include "migrate/tcp_hush.hpp"
 #include "rdma/verbs_scan.hpp"
 #include "state/store.hpp"
@@ -447,16 +449,30 @@ void CriuSource::run_dump(
   last_round_ = {};
   std::optional<PageDedupRelay> dedup;
   std::optional<ProcTaskMemory> memory;
+  std::optional<WrittenTaskMemory> written;
+  TaskMemory* checked = nullptr;
+  if (!final_dump && parent.empty() && page_dedup_) start_write_logs();
   if (page_dedup_) {
     // The container is frozen (check_parent is for the final dump only):
     // its processes stay what they are now.
-    if (check_parent) memory.emplace(container_pids(), src_.pid);
+    if (check_parent) {
+      memory.emplace(container_pids(), src_.pid);
+      checked = &*memory;
+      if (auto pages = device_writes(*memory)) {
+        uint64_t n = 0;
+        for (const auto& [vpid, ranges] : *pages)
+          for (const auto& [first, end] : ranges) n += (end - first) / 4096;
+        last_round_.device_written_pages = n;
+        written.emplace(*memory, std::move(*pages));
+        checked = &*written;
+      }
+    }
     int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) throw_errno("duplicating the page channel");
     dedup.emplace(ledger_, UniqueFd(copy), page_layout_,
                   ready && ready->relay_ends ? std::move(*ready->relay_ends)
                                              : PageDedupRelay::Ends::make(),
-                  !parent.empty(), memory ? &*memory : nullptr, zero_runs_);
+                  !parent.empty(), checked, zero_runs_);
     page_fd = dedup->criu_end();
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
@@ -481,6 +497,40 @@ std::vector<pid_t> CriuSource::container_pids() const {
     throw Error("container " + id_ + " has no cgroup on record: its processes cannot be listed",
                 Cause::NotFound);
   return cgroup::Cgroup::load(cg).pids();
+}
+
+void CriuSource::start_write_logs() {
+  write_baseline_.reset();
+  try {
+    auto verbs = rdma::ContainerVerbs::of_processes(container_pids());
+    if (verbs.empty()) return;
+    write_baseline_.emplace(verbs.mr_writes(true));
+  } catch (const std::exception& e) {
+    log::warn("migrate: " + id_ + ": the MRs' write logs cannot be started (" + e.what() +
+              "); the final dump checks every page CRIU takes from the parent");
+  }
+}
+
+std::optional<std::unordered_map<uint64_t, rdma::PageRanges>> CriuSource::device_writes(
+    const ProcTaskMemory& memory) const {
+  if (!write_baseline_) return std::nullopt;
+  try {
+    auto by_host_pid = write_baseline_->written_since(
+        rdma::ContainerVerbs::of_processes(container_pids()).mr_writes(false));
+    if (!by_host_pid) {
+      log::debug("migrate: " + id_ + ": the MRs' write logs lost writes; every page is checked");
+      return std::nullopt;
+    }
+    std::unordered_map<uint64_t, rdma::PageRanges> by_vpid;
+    for (const auto& [vpid, host] : memory.host_pids())
+      if (auto it = by_host_pid->find(host); it != by_host_pid->end())
+        by_vpid[vpid] = it->second;
+    return by_vpid;
+  } catch (const std::exception& e) {
+    log::warn("migrate: " + id_ + ": the MRs' write logs cannot be read (" + e.what() +
+              "); every page CRIU takes from the parent is checked");
+    return std::nullopt;
+  }
 }
 
 bool CriuSource::needs_verbs_plugin() const {

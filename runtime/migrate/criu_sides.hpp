@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_map>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "migrate/inventory.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/sides.hpp"
+#include "migrate/task_memory.hpp"
+#include "rdma/mr_writes.hpp"
 
 namespace crx::migrate {
 
@@ -80,6 +83,15 @@ class CriuSource : public SourceSide {
                 bool final_dump, ParentPages parent_pages, NamespacesAnew anew);
   // The processes in the container's cgroup (host pids).
   std::vector<pid_t> container_pids() const;
+  // Before the first pre-dump reads the memory: clears the write logs of
+  // the container's MRs (rdma/mr_writes.hpp) and keeps write_baseline_.
+  // Never throws: without the logs, the final dump checks every page.
+  void start_write_logs();
+  // In the frozen window, the QPs stopped: per task of `memory`, the pages
+  // the device wrote since start_write_logs(); nullopt when the logs
+  // cannot tell. Never throws.
+  std::optional<std::unordered_map<uint64_t, rdma::PageRanges>> device_writes(
+      const ProcTaskMemory& memory) const;
   // Does a final dump need CRIU's verbs plugin (a task holds a verbs
   // context)? Without one, CRIU loads no plugin: that is 0.09 s less of
   // frozen time (tests/bench/migrate README).
@@ -130,6 +142,7 @@ class CriuSource : public SourceSide {
                            const std::optional<checkpoint::UtsIpcContent>& uts_ipc) const;
   container::GlobalOptions g_;
   std::string id_;
+  std::optional<rdma::WriteBaseline> write_baseline_;  // start_write_logs()
   bool tcp_established_ = false;
   bool kill_exec_ = false;
   checkpoint::SourceContainer src_;

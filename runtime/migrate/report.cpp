@@ -237,6 +237,9 @@ std::string MigrationReport::to_text() const {
     if (r.parent_pages_checked > 0)
       out += "; " + human_bytes(r.parent_pages_checked * 4096) + " CRIU took from the parent checked, " +
              human_bytes(r.parent_pages_changed * 4096) + " of it changed and sent";
+    if (r.device_written_pages)
+      out += " (the pages the MRs' write logs name, " +
+             human_bytes(*r.device_written_pages * 4096) + " the device wrote)";
     if (r.netns_moved_empty) out += "; network namespace as a new one, moved empty";
     if (r.net_sysctls_carried > 0)
       out += "; " + std::to_string(r.net_sysctls_carried) + " network sysctls carried by crx";
@@ -337,6 +340,7 @@ std::string MigrationReport::to_json() const {
       jr["parent_checked_bytes"] = r.parent_pages_checked * 4096;
       jr["parent_changed_bytes"] = r.parent_pages_changed * 4096;
     }
+    if (r.device_written_pages) jr["device_written_bytes"] = *r.device_written_pages * 4096;
     if (r.netns_moved_empty) jr["network_namespace_moved_empty"] = true;
     if (r.net_sysctls_carried > 0) jr["network_sysctls_carried"] = r.net_sysctls_carried;
     if (r.netns_read_ahead) jr["network_namespace_read_before_freeze"] = true;

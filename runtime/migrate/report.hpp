@@ -48,6 +48,9 @@ struct RoundReport {
   // it sent (the NIC's writes CRIU cannot see).
   uint64_t parent_pages_checked = 0;
   uint64_t parent_pages_changed = 0;
+  // Of those, only the ones the MRs' write logs name were checked: the
+  // pages the logs held (RoundStats::device_written_pages).
+  std::optional<uint64_t> device_written_pages;
   // Final dump: the container's network namespace, as a new one (nobody
   // configured it), moved without CRIU's network tools (sides.hpp).
   bool netns_moved_empty = false;

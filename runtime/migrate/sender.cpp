@@ -371,6 +371,7 @@ class Sender {
       r.zero_pages = stats.dedup.zero_pages;
       r.parent_pages_checked = stats.dedup.parent_pages_checked;
       r.parent_pages_changed = stats.dedup.parent_pages_changed;
+      r.device_written_pages = stats.device_written_pages;
       r.netns_moved_empty = stats.netns_moved_empty;
       r.net_sysctls_carried = stats.net_sysctls_carried;
       r.netns_read_ahead = stats.netns_read_ahead;

@@ -37,6 +37,11 @@ struct RoundStats {
   // Final dump: the container's UTS and IPC namespaces were left out of
   // the images; crx carries what they held (checkpoint/uts_ipc_anew.hpp).
   bool uts_ipc_made_anew = false;
+  // Final dump with ParentPages::Check: the MRs' write logs said which
+  // pages the device wrote since the first pre-copy round, and only those
+  // of the pages CRIU took from the parent were checked; how many pages
+  // they held (rdma/mr_writes.hpp). nullopt: every such page was checked.
+  std::optional<uint64_t> device_written_pages;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU

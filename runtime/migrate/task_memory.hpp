@@ -26,10 +26,12 @@ namespace crx::migrate {
 class TaskMemory {
  public:
   virtual ~TaskMemory() = default;
-  // Reads len bytes at vaddr of task vpid into buf. False when the range is
-  // not all readable memory of the task (nothing there, a guard page):
-  // memory no device can have pinned. Throws Error for anything else (a
-  // task the container does not have, one that is gone).
+  // Reads len bytes at vaddr of task vpid into buf. False when CRIU's
+  // word stands for the range: it is not all readable memory of the task
+  // (nothing there, a guard page), memory no device can have pinned; or
+  // no device wrote there since the first pre-copy round
+  // (written_task_memory.hpp). Throws Error for anything else (a task the
+  // container does not have, one that is gone).
   virtual bool read(uint64_t vpid, uint64_t vaddr, void* buf, size_t len) = 0;
 };
 
@@ -47,6 +49,8 @@ class ProcTaskMemory : public TaskMemory {
   bool read(uint64_t vpid, uint64_t vaddr, void* buf, size_t len) override;
 
   size_t tasks() const { return host_pid_.size(); }
+  // vpid -> host pid of every task
+  const std::unordered_map<uint64_t, pid_t>& host_pids() const { return host_pid_; }
 
  private:
   std::unordered_map<uint64_t, pid_t> host_pid_;  // vpid -> host pid

@@ -9,7 +9,8 @@
 // The final dump of a container that has had verbs objects does not trust
 // the soft-dirty bits of the pre-copy rounds (ParentPages::Check): the
 // pages CRIU finds unchanged are read from the frozen tasks by the page
-// filter (page_dedup.hpp), which sends those whose content changed. The
+// filter (page_dedup.hpp), which sends those whose content changed (only
+// those the MRs' write logs name where they can tell: CriuSource). The
 // NIC's writes into pinned memory never set the bit, and the kernel keeps
 // a pinned page's bit set only where a PTE maps it: a pre-dump clears the
 // bit of a pinned transparent huge page (clear_soft_dirty_pmd() has no

@@ -60,6 +60,12 @@ int ContainerVerbs::resume_stopped() const {
   return on_each(contexts_, [](const VerbsContext& c) { return c.resume_stopped(); });
 }
 
+std::vector<ContextWrites> ContainerVerbs::mr_writes(bool clear) const {
+  std::vector<ContextWrites> all;
+  for (const auto& c : contexts_) all.push_back(c.mr_writes(clear));
+  return all;
+}
+
 int ContainerVerbs::stop_all() const {
   return on_each(contexts_, [](const VerbsContext& c) { return c.stop_all(); });
 }

@@ -27,6 +27,9 @@ class ContainerVerbs {
   // Stops the QPs of every context that are not stopped yet (all are
   // tried); returns how many, or throws the first error afterwards.
   int stop_all() const;
+  // Every context's MR write logs (VerbsContext::mr_writes); the first
+  // error is thrown.
+  std::vector<ContextWrites> mr_writes(bool clear) const;
 
  private:
   std::vector<VerbsContext> contexts_;

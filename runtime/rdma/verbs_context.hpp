@@ -8,6 +8,7 @@
 #include <string>
 
 #include "common/unique_fd.hpp"
+#include "rdma/mr_writes.hpp"
 #include "rdma/rdma_inventory.hpp"
 
 struct ibv_context;
@@ -35,6 +36,11 @@ class VerbsContext {
   // ibv_migr_stop_all: every QP not stopped yet stops (as in a dump,
   // without one). Returns how many; throws like inventory().
   int stop_all() const;
+  // The write logs of the context's pinned MRs (ibv_migr_mr_writes, of
+  // the MRs a snapshot as inventory()'s lists), cleared when `clear`.
+  // Throws like inventory(); an MR deregistered meanwhile (ENOENT) is
+  // skipped, since the context's lost count tells of its writes.
+  ContextWrites mr_writes(bool clear) const;
 
  private:
   std::string name() const;  // "pid 12 fd 5 (rxe0)"

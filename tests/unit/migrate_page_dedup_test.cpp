@@ -26,6 +26,7 @@
 #include "migrate/page_ledger.hpp"
 #include "migrate/page_relay.hpp"
 #include "migrate/task_memory.hpp"
+#include "migrate/written_task_memory.hpp"
 
 namespace crx::migrate {
 // How gtest (and the ctest names made from it) shows a layout.
@@ -463,6 +464,25 @@ TEST_P(PageDedupTest, CheckedParentPagesThatChangedAreSentWithData) {
   r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('B') + page('c') + page('D')).close(),
                 true);
   EXPECT_EQ(r.at_destination, std::vector<Record>{in_parent(0, 4)});
+}
+
+// With the MRs' write logs (written_task_memory.hpp): of the pages CRIU
+// calls unchanged, only those the device wrote are read; the others stay
+// in the parent as CRIU said, even where their content changed (the CPU's
+// writes would have set the soft-dirty bit).
+TEST_P(PageDedupTest, WithTheWriteLogsOnlyThePagesTheDeviceWroteAreChecked) {
+  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a') + page('b') + page('c') + page('d')).close(),
+            false);
+  FakeTaskMemory memory;
+  for (int i = 0; i < 4; i++) memory.pages[7][kBase + i * kPage] = page("aBCD"[i]);
+  crx::migrate::WrittenTaskMemory written(memory, {{7, {{kBase + kPage, kBase + 2 * kPage},
+                                                        {kBase + 3 * kPage, kBase + 4 * kPage}}}});
+  auto r = run_round(ledger, criu().open2(kTask).add(kParent, 0, "", kTask, 4).close(), true, -1, 0,
+                     true, &written);
+  EXPECT_EQ(r.at_destination, (std::vector<Record>{in_parent(0, 1), present(1, page('B')),
+                                                   in_parent(2, 1), present(3, page('D'))}));
+  EXPECT_EQ(r.stats.parent_pages_checked, 2u);
+  EXPECT_EQ(r.stats.parent_pages_changed, 2u);
 }
 
 // Without the check, CRIU's word stands and nothing is read.

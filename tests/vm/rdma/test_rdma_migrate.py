@@ -529,17 +529,25 @@ class RdmaMigrateTest(RdmaBedCase):
         (2026-11-29: the final round sent 28 KiB of a 16 MiB MR the NIC had
         rewritten, and "MR page 53 holds remote write pass 29, but pass 30
         was announced as in place"); now the parent's pages are read and
-        compared (ParentPages::Check)."""
+        compared (ParentPages::Check). Since rxe-patches 0028 only those
+        the MRs' write logs name are (rdma/mr_writes.hpp): every page of
+        the MR, which the passes rewrite, and none outside an MR."""
         cid = "seq13"
         sender = self.start_nic_written_pair(cid, 18613, 500)
         rep = self.migrate(cid, 0, 2, "--pre-copy 1")
         # The final dump keeps its parent and crx reads what CRIU took from
-        # it (runtime/migrate/task_memory.hpp): the whole huge-page MR.
+        # it that the device wrote (runtime/migrate/written_task_memory.hpp):
+        # the whole huge-page MR.
         final = rep["rounds"][-1]
         print(f"{cid}: final round: {final.get('parent_checked_bytes', 0)} B CRIU took from "
-              f"the parent checked, {final.get('parent_changed_bytes', 0)} B of it changed",
-              flush=True)
+              f"the parent checked, {final.get('parent_changed_bytes', 0)} B of it changed, "
+              f"{final.get('device_written_bytes', 0)} B the device wrote", flush=True)
         self.assertGreaterEqual(final.get("parent_checked_bytes", 0), 16 << 20, final)
+        # The write logs were read and named the MR; nothing they did not
+        # name was checked (without them: the process's every page CRIU
+        # took from the parent, its heap and libraries too).
+        self.assertGreaterEqual(final.get("device_written_bytes", 0), 16 << 20, final)
+        self.assertLessEqual(final["parent_checked_bytes"], final["device_written_bytes"], final)
         self.wait_progress(cid, self.progress(cid) + 500)
         self.finish(cid, sender, None, k=2)
         rsum = json.loads(self.read(cid + ".json").strip().splitlines()[-1])

@@ -547,13 +547,13 @@ static int qp_state(struct ibv_qp *qp)
 enum op {
 	OP_DUMP, OP_SET_NEXT, OP_RESTORE_QUEUE, OP_RESTORE_QP, OP_QP_CTL,
 	OP_IDENTIFY_FD, OP_QUEUE_MMAP, OP_ADOPT_CRED, OP_MR_PIN, OP_RAW,
-	OP_LIB_RESTORE, OP_TRAFFIC, OP_NUM
+	OP_LIB_RESTORE, OP_TRAFFIC, OP_MR_WRITES, OP_NUM
 };
 
 static const char *const op_name[OP_NUM] = {
 	"dump", "set_next", "restore_queue", "restore_qp", "qp_ctl",
 	"identify_fd", "queue_mmap", "adopt_cred", "mr_pin", "raw",
-	"lib_restore", "traffic",
+	"lib_restore", "traffic", "mr_writes",
 };
 
 /* a replayable operation: header then in_len + aux_len bytes */
@@ -631,6 +631,7 @@ static int op_call(struct opbuf *o)
 		break;
 	case OP_IDENTIFY_FD:
 	case OP_QUEUE_MMAP:
+	case OP_MR_WRITES:
 	case OP_RAW:
 		if (h->out_len)
 			migr_attr_out(&c, RXE_MIGR_ATTR_OUT, out,
@@ -1293,6 +1294,22 @@ static void make_op(struct opbuf *o, uint32_t seq)
 		for (uint32_t i = 0; i < h->in_len; i++)
 			in[i] = (uint8_t)rnd();
 		return;
+	} else if (r < 94 && below(2)) {
+		struct rxe_migr_mr_writes_req *q = (void *)in;
+
+		h->op = OP_MR_WRITES;
+		h->method = RXE_MIGR_METHOD_MR_WRITES;
+		h->object = UVERBS_OBJECT_MR;
+		h->attr = RXE_MIGR_ATTR_MR_HANDLE;
+		h->target = below(4) ? T_MR : T_MR_UNPINNED;
+		q->version = RXE_MIGR_ABI_VERSION;
+		q->flags = below(2) ? RXE_MIGR_WRITES_CLEAR : 0;
+		q->first_page = (uint64_t[]){ 0, 0, 64, 128, 1,
+					      1ull << 40 }[below(6)];
+		h->in_len = sizeof(*q);
+		/* the header alone, a word, many words, a cut word */
+		h->out_len = sizeof(struct rxe_migr_mr_writes) +
+			     (uint32_t[]){ 0, 8, 4096, 5 }[below(4)];
 	} else if (r < 94) {
 		struct rxe_migr_mr_pin *p = (void *)in;
 
@@ -1963,9 +1980,11 @@ static int perm_call(uint32_t object, uint32_t method, const void *in,
 		     uint32_t in_len, int out, uint16_t attr, uint32_t handle)
 {
 	static struct opbuf o;
+	/* method ids count from the namespace bit in each object */
+	const int dev = object == UVERBS_OBJECT_DEVICE;
 
 	memset(&o.h, 0, sizeof(o.h));
-	o.h.op = method == RXE_MIGR_METHOD_DUMP ? OP_DUMP :
+	o.h.op = dev && method == RXE_MIGR_METHOD_DUMP ? OP_DUMP :
 		 out ? OP_RAW : OP_SET_NEXT;
 	o.h.method = method;
 	o.h.object = object;
@@ -1976,6 +1995,7 @@ static int perm_call(uint32_t object, uint32_t method, const void *in,
 	 * attribute is larger than the method's type before the driver
 	 * runs (EINVAL), which would prove nothing about the driver */
 	o.h.out_len = !out ? 0 :
+		      !dev ? sizeof(struct rxe_migr_mr_writes) + 8 :
 		      method == RXE_MIGR_METHOD_DUMP ? 4096 :
 		      method == RXE_MIGR_METHOD_IDENTIFY_FD ?
 		      sizeof(struct rxe_migr_fd_ident) :
@@ -2050,6 +2070,8 @@ static int do_perm(int expect_ok)
 	struct rxe_migr_adopt_cred ac = { .version = RXE_MIGR_ABI_VERSION,
 					  .pid = 1 };
 	struct rxe_migr_mr_pin mp = { .version = RXE_MIGR_ABI_VERSION };
+	struct rxe_migr_mr_writes_req mw = { .version = RXE_MIGR_ABI_VERSION,
+					     .flags = RXE_MIGR_WRITES_CLEAR };
 	static struct {
 		struct rxe_migr_restore_queue rq;
 		uint8_t ring[4096];
@@ -2089,8 +2111,9 @@ static int do_perm(int expect_ok)
 		snprintf(what, sizeof(what), "%s %s", name, k); \
 		perm_expect(what, perm_call(obj, m, round ? garbage : \
 			(const void *)(in), len, out, attr, handle), \
-			expect_ok && ((unsigned int)(m) == RXE_MIGR_METHOD_DUMP || \
-				      (unsigned int)(m) == RXE_MIGR_METHOD_IDENTIFY_FD)); \
+			expect_ok && (obj) == UVERBS_OBJECT_DEVICE && \
+			((unsigned int)(m) == RXE_MIGR_METHOD_DUMP || \
+			 (unsigned int)(m) == RXE_MIGR_METHOD_IDENTIFY_FD)); \
 	} while (0)
 		if (expect_ok && round)
 			break;
@@ -2122,6 +2145,8 @@ static int do_perm(int expect_ok)
 		  &ac, sizeof(ac), 0, 0, 0);
 		P("mr_pin", UVERBS_OBJECT_MR, RXE_MIGR_METHOD_MR_PIN, &mp,
 		  sizeof(mp), 0, RXE_MIGR_ATTR_MR_HANDLE, w.mr->handle);
+		P("mr_writes", UVERBS_OBJECT_MR, RXE_MIGR_METHOD_MR_WRITES, &mw,
+		  sizeof(mw), 1, RXE_MIGR_ATTR_MR_HANDLE, w.mr->handle);
 #undef P
 	}
 

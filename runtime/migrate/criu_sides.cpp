@@ -518,7 +518,8 @@ std::optional<std::unordered_map<uint64_t, rdma::PageRanges>> CriuSource::device
     auto by_host_pid = write_baseline_->written_since(
         rdma::ContainerVerbs::of_processes(container_pids()).mr_writes(false));
     if (!by_host_pid) {
-      log::debug("migrate: " + id_ + ": the MRs' write logs lost writes; every page is checked");
+      log::debug("migrate: " + id_ +
+                 ": the MRs' write logs cannot tell what the device wrote; every page is checked");
       return std::nullopt;
     }
     std::unordered_map<uint64_t, rdma::PageRanges> by_vpid;

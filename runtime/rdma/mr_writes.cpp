@@ -13,7 +13,7 @@ WriteBaseline::WriteBaseline(const std::vector<ContextWrites>& cleared) {
     // the smallest: an MR deregistered between two contexts' answers
     // may have had bits set after the first context's clear
     auto& lost = lost_[c.device];
-    if (c.context != 0) lost = lost ? std::min(*lost, c.lost) : c.lost;
+    if (c.context != 0) lost = lost ? std::min(*lost, c.lost_min) : c.lost_min;
   }
 }
 
@@ -29,7 +29,9 @@ std::optional<std::map<pid_t, PageRanges>> WriteBaseline::written_since(
     auto [it, fresh] = owner.emplace(c.context, c.pid);
     if (!fresh && it->second != c.pid) return std::nullopt;
     auto at = lost_.find(c.device);
-    if (at == lost_.end() || !at->second || *at->second != c.lost) return std::nullopt;
+    if (at == lost_.end() || !at->second || *at->second != c.lost_min ||
+        c.lost_min != c.lost_max)
+      return std::nullopt;
     ok = true;
     PageRanges& r = out[c.pid];
     for (const auto& mr : c.mrs) r = merge(r, ranges_of(mr));

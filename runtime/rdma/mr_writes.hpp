@@ -40,7 +40,9 @@ struct ContextWrites {
   pid_t pid = 0;         // the process whose fd it was (host pid)
   std::string device;    // its ibdev, e.g. "rxe0"
   uint64_t context = 0;  // the kernel's serial of the context (0: no MR to ask)
-  uint64_t lost = 0;     // the device's count of MRs deregistered with bits set
+  // The device's count of MRs deregistered with bits set, as the
+  // context's first and last MR answered (it may grow in between).
+  uint64_t lost_min = 0, lost_max = 0;
   std::vector<MrWrites> mrs;
 };
 

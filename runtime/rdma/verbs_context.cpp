@@ -1,6 +1,5 @@
 #include "rdma/verbs_context.hpp"
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <memory>
@@ -15,34 +14,34 @@ std::string VerbsContext::name() const {
          " (" + device_ + ")";
 }
 
-RdmaInventory VerbsContext::inventory() const {
+VerbsContext::Look VerbsContext::look(const std::string& what) const {
   ibv_context ctx{};
   ctx.cmd_fd = copy_.get();
   void* dump = nullptr;
   size_t length = 0;
   int err = ibv_dump_context_alloc(&ctx, nullptr, &dump, &length,
                                    IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS);
-  if (err) throw_rdma_errno(RdmaCause::VerbsCall, "inspect " + name(), -err);
-  std::unique_ptr<void, decltype(&std::free)> owned(dump, &std::free);
+  if (err) throw_rdma_errno(RdmaCause::VerbsCall, what + " " + name(), -err);
+  return Look{std::unique_ptr<void, decltype(&std::free)>(dump, &std::free), length};
+}
+
+RdmaInventory VerbsContext::inventory() const {
+  Look l = look("inspect");
   RdmaInventory inv;
-  inv.add_dump(device_, dump, length);
+  inv.add_dump(device_, l.dump.get(), l.length);
   return inv;
 }
 
 ContextWrites VerbsContext::mr_writes(bool clear) const {
+  Look l = look("list the MRs of");
   ibv_context ctx{};
   ctx.cmd_fd = copy_.get();
-  void* dump = nullptr;
-  size_t length = 0;
-  int err = ibv_dump_context_alloc(&ctx, nullptr, &dump, &length,
-                                   IBV_MIGR_DUMP_NO_STOP | IBV_MIGR_DUMP_NO_RINGS);
-  if (err) throw_rdma_errno(RdmaCause::VerbsCall, "list the MRs of " + name(), -err);
-  std::unique_ptr<void, decltype(&std::free)> owned(dump, &std::free);
   ContextWrites out;
   out.pid = pid_;
   out.device = device_;
   const rxe_migr_rec_hdr* r = nullptr;
-  while ((r = ibv_migr_next_record(dump, length, r, &err))) {
+  int err = 0;
+  while ((r = ibv_migr_next_record(l.dump.get(), l.length, r, &err))) {
     if (r->type != RXE_MIGR_OBJ_MR) continue;
     if (static_cast<const rxe_migr_mr*>(static_cast<const void*>(r + 1))->flags &
         RXE_MIGR_MR_UNPINNED)
@@ -52,8 +51,11 @@ ContextWrites VerbsContext::mr_writes(bool clear) const {
     if (e == -ENOENT) continue;
     if (e) throw_rdma_errno(RdmaCause::VerbsCall, "read the MR write log of " + name(), -e);
     std::unique_ptr<uint64_t, decltype(&std::free)> bits(w.bits, &std::free);
+    // the device's count only grows: the first MR's answer is the
+    // smallest, the last one's the largest
+    if (out.mrs.empty()) out.lost_min = w.lost;
+    out.lost_max = w.lost;
     out.context = w.context;
-    out.lost = std::max(out.lost, w.lost);
     MrWrites mr;
     mr.addr = w.addr;
     mr.pages = w.pages;

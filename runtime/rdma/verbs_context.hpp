@@ -5,6 +5,8 @@
 #pragma once
 #include <sys/types.h>
 
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "common/unique_fd.hpp"
@@ -43,6 +45,13 @@ class VerbsContext {
   ContextWrites mr_writes(bool clear) const;
 
  private:
+  // A snapshot as inventory()'s, for `what` ("inspect": "inspect <name>"
+  // in the error).
+  struct Look {
+    std::unique_ptr<void, decltype(&std::free)> dump;
+    size_t length;
+  };
+  Look look(const std::string& what) const;
   std::string name() const;  // "pid 12 fd 5 (rxe0)"
   // A verbs-ext call on every QP of the context through our copy of its
   // fd; throws RdmaError(VerbsCall) naming `what` and the context.

@@ -22,7 +22,7 @@ MrWrites mr(uint64_t addr, uint64_t pages, std::initializer_list<uint64_t> writt
 
 ContextWrites ctx(pid_t pid, uint64_t serial, uint64_t lost, std::vector<MrWrites> mrs = {},
                   const char* device = "rxe0") {
-  return ContextWrites{pid, device, serial, lost, std::move(mrs)};
+  return ContextWrites{pid, device, serial, lost, lost, std::move(mrs)};
 }
 
 TEST(MrWrites, BitsBecomeRangesOfPages) {
@@ -88,6 +88,17 @@ TEST(MrWrites, ADeviceNoMrCanVouchForMakesItUnknown) {
 TEST(MrWrites, TheBaselineIsTheSmallestCountSeen) {
   WriteBaseline start({ctx(10, 1, 3, {mr(kA, 4, {})}), ctx(11, 2, 4, {mr(kA, 4, {})})});
   EXPECT_FALSE(start.written_since({ctx(10, 1, 4, {mr(kA, 4, {})}), ctx(11, 2, 4, {mr(kA, 4, {})})}));
+}
+
+// A count that grew between one context's first and last MR.
+TEST(MrWrites, ACountThatGrewWhileAContextAnsweredMakesItUnknown) {
+  ContextWrites grew = ctx(10, 1, 3, {mr(kA, 4, {})});
+  grew.lost_max = 4;
+  WriteBaseline start({ctx(10, 1, 3, {mr(kA, 4, {})})});
+  EXPECT_FALSE(start.written_since({grew}));
+  // at the start the smaller one counts
+  WriteBaseline from_grown({grew});
+  EXPECT_TRUE(from_grown.written_since({ctx(10, 1, 3, {mr(kA, 4, {})})}));
 }
 
 // A context two processes hold: whose memory are its MRs in?

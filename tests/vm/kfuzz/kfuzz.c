@@ -1139,6 +1139,17 @@ static enum target qp_target(void)
 
 /* Builds the next operation into o: a method, a valid input from the
  * world's dump, then mutations. */
+/* an operation on a method of UVERBS_OBJECT_MR, named by its handle */
+static void mr_method(struct kfz_op *h, enum op op, uint32_t method,
+		      enum target t)
+{
+	h->op = op;
+	h->method = method;
+	h->object = UVERBS_OBJECT_MR;
+	h->attr = RXE_MIGR_ATTR_MR_HANDLE;
+	h->target = t;
+}
+
 static void make_op(struct opbuf *o, uint32_t seq)
 {
 	struct kfz_op *h = &o->h;
@@ -1297,11 +1308,8 @@ static void make_op(struct opbuf *o, uint32_t seq)
 	} else if (r < 94 && below(2)) {
 		struct rxe_migr_mr_writes_req *q = (void *)in;
 
-		h->op = OP_MR_WRITES;
-		h->method = RXE_MIGR_METHOD_MR_WRITES;
-		h->object = UVERBS_OBJECT_MR;
-		h->attr = RXE_MIGR_ATTR_MR_HANDLE;
-		h->target = below(4) ? T_MR : T_MR_UNPINNED;
+		mr_method(h, OP_MR_WRITES, RXE_MIGR_METHOD_MR_WRITES,
+			  below(4) ? T_MR : T_MR_UNPINNED);
 		q->version = RXE_MIGR_ABI_VERSION;
 		q->flags = below(2) ? RXE_MIGR_WRITES_CLEAR : 0;
 		q->first_page = (uint64_t[]){ 0, 0, 64, 128, 1,
@@ -1313,11 +1321,8 @@ static void make_op(struct opbuf *o, uint32_t seq)
 	} else if (r < 94) {
 		struct rxe_migr_mr_pin *p = (void *)in;
 
-		h->op = OP_MR_PIN;
-		h->method = RXE_MIGR_METHOD_MR_PIN;
-		h->object = UVERBS_OBJECT_MR;
-		h->attr = RXE_MIGR_ATTR_MR_HANDLE;
-		h->target = below(2) ? T_MR_UNPINNED : T_MR;
+		mr_method(h, OP_MR_PIN, RXE_MIGR_METHOD_MR_PIN,
+			  below(2) ? T_MR_UNPINNED : T_MR);
 		p->version = RXE_MIGR_ABI_VERSION;
 		p->reserved = 0;
 		h->in_len = sizeof(*p);

@@ -68,21 +68,10 @@ PageRanges merge(const PageRanges& a, const PageRanges& b) {
   return out;
 }
 
-namespace {
-// The first range that ends after addr.
-PageRanges::const_iterator first_after(const PageRanges& ranges, uint64_t addr) {
-  return std::upper_bound(ranges.begin(), ranges.end(), addr,
-                          [](uint64_t a, const auto& r) { return a < r.second; });
-}
-}  // namespace
-
-bool overlaps(const PageRanges& ranges, uint64_t addr, uint64_t len) {
-  auto it = first_after(ranges, addr);
-  return it != ranges.end() && it->first < addr + len;
-}
-
 bool covers(const PageRanges& ranges, uint64_t addr, uint64_t len) {
-  auto it = first_after(ranges, addr);
+  // the first range that ends after addr
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), addr,
+                             [](uint64_t a, const auto& r) { return a < r.second; });
   return it != ranges.end() && it->first <= addr && addr + len <= it->second;
 }
 

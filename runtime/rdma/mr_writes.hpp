@@ -68,8 +68,6 @@ class WriteBaseline {
 PageRanges ranges_of(const MrWrites& mr);
 // Union of sorted, disjoint range lists.
 PageRanges merge(const PageRanges& a, const PageRanges& b);
-// Whether any page of [addr, addr + len) is in ranges.
-bool overlaps(const PageRanges& ranges, uint64_t addr, uint64_t len);
 // Whether every page of [addr, addr + len) is in ranges.
 bool covers(const PageRanges& ranges, uint64_t addr, uint64_t len);
 

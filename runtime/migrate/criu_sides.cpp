@@ -451,7 +451,6 @@ void CriuSource::run_dump(
   std::optional<ProcTaskMemory> memory;
   std::optional<WrittenTaskMemory> written;
   TaskMemory* checked = nullptr;
-  if (!final_dump && parent.empty() && page_dedup_) start_write_logs();
   if (page_dedup_) {
     // The container is frozen (check_parent is for the final dump only):
     // its processes stay what they are now.
@@ -541,6 +540,9 @@ bool CriuSource::needs_verbs_plugin() const {
 }
 
 void CriuSource::pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) {
+  // The first round: what the device writes from now on is logged, for
+  // the final dump's check of the pages it takes from the parent.
+  if (parent.empty() && page_dedup_) start_write_logs();
   // A pre-dump must not leave the container frozen: CRIU restores the
   // freezer state it found, which is "running" here.
   run_dump(checkpoint::criu_pre_dump, images_dir, parent, page_fd, "pre-dump.log", false,

@@ -41,7 +41,7 @@ class VerbsContext {
   // The write logs of the context's pinned MRs (ibv_migr_mr_writes, of
   // the MRs a snapshot as inventory()'s lists), cleared when `clear`.
   // Throws like inventory(); an MR deregistered meanwhile (ENOENT) is
-  // skipped, since the context's lost count tells of its writes.
+  // skipped, since the device's lost count tells of its writes.
   ContextWrites mr_writes(bool clear) const;
 
  private:

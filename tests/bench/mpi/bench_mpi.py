@@ -96,7 +96,7 @@ def keeping_logs(bed, tag, keep_dir, gap):
     it, keeps the logs in keep_dir/<tag>/g<k> and prints their steps of
     gap seconds or more."""
     dst = f"/tmp/criu-logs-{tag}"
-    copiers = [bed.tb.spawn(k, f"mkdir -p {dst}; " + KEEP_LOGS.format(src=src, dst=dst))
+    copiers = [bed.tb.spawn(k, f"mkdir -p {dst}; " + KEEP_LOGS.format(src=src, dst=dst, every=0.2))
                for k, src in ((0, "/run/crx-migrate/out-*"), (3, "/run/crx-migrate/*"))]
 
     def stop():

@@ -19,6 +19,7 @@
 #include "checkpoint/carried_state.hpp"
 #include "common/child_process.hpp"
 #include "checkpoint/criu_rpc.hpp"
+#include "checkpoint/conntrack_netlink.hpp"
 #include "checkpoint/fresh_netns.hpp"
 #include "checkpoint/network_lock.hpp"
 #include "checkpoint/unix_sockets.hpp"
@@ -220,6 +221,16 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
   };
   own_uts_ipc_ = made_here("uts") && made_here("ipc") && !src_.spec.linux.find_namespace("user");
   const auto* netns = src_.spec.linux.find_namespace("network");
+  // CRIU's dump of the namespace would load conntrack's netlink module in
+  // the frozen window; loaded now, before the fingerprint below, whose
+  // sysctls the module adds to (checkpoint/conntrack_netlink.hpp).
+  if (netns) {
+    try {
+      checkpoint::load_conntrack_netlink();
+    } catch (const Error& e) {
+      log::debug(std::string("migrate: ") + e.what() + "; the final dump will ask again");
+    }
+  }
   if (netns && netns->path.empty() && !(src_.base.empty_ns & CLONE_NEWNET)) {
     // A new namespace's fingerprint, taken now, while the container runs:
     // the final dump compares the container's with it. Failing here only

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/netlink_socket.hpp"
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
@@ -43,27 +44,11 @@
 namespace crx::checkpoint {
 namespace {
 
-struct SockFree {
-  void operator()(nl_sock* s) const { nl_socket_free(s); }
-};
 struct CacheFree {
   void operator()(nl_cache* c) const { nl_cache_free(c); }
 };
-using Sock = std::unique_ptr<nl_sock, SockFree>;
+using Sock = NlSock;
 using Cache = std::unique_ptr<nl_cache, CacheFree>;
-
-// libnl reports its own codes (NLE_*), not errno: the cause is the link to
-// the kernel's netlink, an IO failure, and the text names libnl's reason.
-[[noreturn]] void throw_nl(const std::string& what, int nl_err) {
-  throw Error(what + ": " + nl_geterror(nl_err), Cause::IO);
-}
-
-Sock connected(int protocol, const char* what) {
-  Sock s(nl_socket_alloc());
-  if (!s) throw Error(std::string(what) + ": no memory for a netlink socket", Cause::Other, ENOMEM);
-  if (int rc = nl_connect(s.get(), protocol); rc < 0) throw_nl(what, rc);
-  return s;
-}
 
 // A cache in libnl's one-line form: the object's configuration, without
 // counters (NL_DUMP_STATS) or timestamps and per-device sysctls
@@ -97,7 +82,7 @@ Cache dumped(Alloc alloc, const char* what) {
 }
 
 void add_rtnetlink(std::vector<std::string>& out) {
-  Sock s = connected(NETLINK_ROUTE, "network namespace: rtnetlink");
+  Sock s = nl_connected(NETLINK_ROUTE, "network namespace: rtnetlink");
   nl_sock* sk = s.get();
   Cache links = dumped([&](nl_cache** c) { return rtnl_link_alloc_cache(sk, AF_UNSPEC, c); }, "links");
   // The links by name in the other objects' lines ("dev lo", not "dev 1"):
@@ -149,7 +134,7 @@ int on_nft_table(nl_msg* msg, void* arg) {
 // nf_tables, the dump's failure is the line: it is the same for every
 // namespace of the host.
 void add_nftables(std::vector<std::string>& out) {
-  Sock s = connected(NETLINK_NETFILTER, "network namespace: nfnetlink");
+  Sock s = nl_connected(NETLINK_NETFILTER, "network namespace: nfnetlink");
   nfgenmsg g{};
   g.nfgen_family = AF_UNSPEC;
   g.version = NFNETLINK_V0;
@@ -393,7 +378,7 @@ constexpr int kRouteGroups[] = {
 // A netlink socket of this thread's namespace that receives groups'
 // notifications, without blocking.
 Sock subscribed(int protocol, std::span<const int> groups, const char* what) {
-  Sock s = connected(protocol, what);
+  Sock s = nl_connected(protocol, what);
   for (int g : groups)
     if (int rc = nl_socket_add_membership(s.get(), g); rc < 0)
       throw_nl(std::string(what) + ": subscribing to group " + std::to_string(g), rc);

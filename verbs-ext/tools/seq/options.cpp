@@ -79,7 +79,8 @@ Options parse_options(int argc, char** argv) {
   for (auto* sub : {send, recv, idle}) {
     sub->add_flag("--mr-huge", o.mr_huge,
                   "put the --mr-size memory on 2 MiB boundaries and ask for transparent huge "
-                  "pages (MADV_HUGEPAGE)");
+                  "pages (MADV_HUGEPAGE); without it the memory is kept off them "
+                  "(MADV_NOHUGEPAGE)");
     sub->add_option("--mr-size", o.mr_size,
                     "register one more MR of this size (bytes, or with a unit: 16MiB, 1G), every "
                     "page written before the traffic starts; idle: only allocate and write it")

@@ -68,6 +68,11 @@ Memory::Memory(size_t bytes, unsigned char fill, bool huge) : bytes_(bytes) {
     auto at = reinterpret_cast<uintptr_t>(map_);
     data_ = reinterpret_cast<char*>((at + kHuge - 1) & ~(kHuge - 1));
     if (madvise(data_, bytes_, MADV_HUGEPAGE)) throw_errno("madvise MADV_HUGEPAGE");
+  } else if (madvise(data_, bytes_, MADV_NOHUGEPAGE)) {
+    // The guests' kernel makes THPs by default, and whether a 16 MiB
+    // mapping gets some depends on the guest's memory: a test must know
+    // which it has (soft-dirty bits behave differently on them).
+    throw_errno("madvise MADV_NOHUGEPAGE");
   }
   std::memset(data_, fill, bytes_);
 }

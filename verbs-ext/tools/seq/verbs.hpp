@@ -47,7 +47,8 @@ LocalInfo query_local(ibv_context* ctx, int port, int gid_index);
 
 // Private anonymous memory with every byte written (fill), so that each page
 // is really there (a migration has to move it); unmapped on destruction.
-// huge: on 2 MiB boundaries with MADV_HUGEPAGE, before the first write.
+// huge: on 2 MiB boundaries with MADV_HUGEPAGE, before the first write;
+// otherwise MADV_NOHUGEPAGE, never on transparent huge pages.
 class Memory {
  public:
   Memory(size_t bytes, unsigned char fill, bool huge = false);

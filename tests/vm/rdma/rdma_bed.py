@@ -109,6 +109,7 @@ class RdmaBedCase(VmTestCase):
         test lasts as long as its moves, however long they take on the
         host, and no longer."""
         b = self.make_bundle(cid, port, f"{seq_args} {recv_args}")
+        self.addCleanup(self.discard, cid, port)
         self.sh(self.tb, 0, f"{CRX} run -d -b {b} {cid} </dev/null >/dev/null 2>&1", timeout=300)
         self.ports[cid] = port
         if count is None:
@@ -128,6 +129,18 @@ class RdmaBedCase(VmTestCase):
             return False
         wait_until(ready, 180, not_ready)
         return sh
+
+    def discard(self, cid, port):
+        """start_pair's cleanup: a test that failed half-way must leave no
+        receiver and no sender with verbs objects behind. test_12 once
+        failed before its finish() and left its receiver on g2; test_4's
+        `rdma link delete rxe0` there then waited for it, and every later
+        test found no device on g2 (CI, 2026-12-05). Nothing is left to
+        do after finish(): the sender has exited and the container is
+        deleted."""
+        self.tb.run(1, f"pkill -KILL -f '^{SEQ} send .*--port {port} '; true")
+        for k in range(self.tb.n):
+            self.tb.run(k, f"{CRX} delete --force {cid} >/dev/null 2>&1; true")
 
     def read(self, name):
         try:

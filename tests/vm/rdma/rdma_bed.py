@@ -185,15 +185,18 @@ class RdmaBedCase(VmTestCase):
                             f"tr '\\0' ' ' </proc/$p/cmdline | grep -q -- '--port {port} ' "
                             "&& kill -USR1 $p; done; true")
 
-    def finish(self, cid, sender, count, qps=1, k=0):
+    def finish(self, cid, sender, count, qps=1, k=0, end=None):
         """Both ends finish ok; the receiver saw every message exactly once
         and in order. k: the guest the container ends on. count None: the
         sender runs until ended here (start_pair(count=None)), and any
-        total will do."""
+        total will do; end: how to end it, when not start_pair's."""
         if count is None:
             self.assertFalse(sender.done.is_set(),
                              f"the sender ended before it was told to: {sender.result}")
-            self.end_sender(self.ports[cid])
+            if end:
+                end()
+            else:
+                self.end_sender(self.ports[cid])
         rc, sout, serr = self.tb.wait(sender, timeout=600)
         send_err = self.sh(self.tb, 1, f"tail -5 /tmp/{cid}.send.err")
         self.assertEqual(rc, 0, f"sender failed:\n{sout}\n{send_err}")

@@ -26,7 +26,7 @@ RUN apt-get update \
       cmake g++ ninja-build pkg-config python3 \
       libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev \
       libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libxxhash-dev libarchive-dev \
-      libnl-3-dev libnl-route-3-dev \
+      libnl-3-dev libnl-route-3-dev libelf-dev \
       libibverbs-dev criu \
  && apt-get clean && rm -rf /var/lib/apt/lists/*
 # Built as an unprivileged user, as Debian's buildds do: a RUN step is root

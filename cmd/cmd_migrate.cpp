@@ -138,6 +138,7 @@ void register_migrate(Cli& cli) {
       migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       if (a->no_page_dedup) criu.disable_page_dedup();
       o.manifest.inventory = criu.inventory().to_json();
+      o.manifest.elf_files = criu.read_elf_files();
       migrate::VerbsSource verbs(criu, qps, a->id, !inv.empty());
       std::optional<migrate::FreezeHookSource> hooked;
       if (!a->on_freeze.empty()) hooked.emplace(verbs, a->on_freeze, a->id, o.timeout);

@@ -92,6 +92,11 @@ struct DumpOptions : CommonOptions {
   // it dumps, its empty ones too: 0.18 s of a frozen dump in a TCG guest).
   // The UTS and IPC namespaces: uts_ipc_anew.hpp.
   std::vector<int> criu_namespace_fds;
+  // `file-validation filesize`: CRIU stores no build-ids, and the restore
+  // checks sizes only (CRIU's default reads the ELF build-id of every file
+  // at both ends). Only for a migration whose destination checked them
+  // before the freeze (runtime/migrate/elf_files.hpp).
+  bool validate_file_sizes_only = false;
 };
 
 // One inherited fd for restore: CRIU uses `fd` where the image says `key`

@@ -153,6 +153,9 @@ struct OptsBuilder {
       config_lines.push_back("ps-socket " + std::to_string(o.lazy_page_socket));
       child_fds.push_back(o.lazy_page_socket);
     }
+    // rpc.proto has no field for it; the config file is parsed after the
+    // request, as `criu dump --file-validation filesize`.
+    if (o.validate_file_sizes_only) config_lines.push_back("file-validation filesize");
     common(o);
     if (o.pid <= 0) throw Error("criu dump: no pid given");
     opts.has_pid = true;

@@ -316,6 +316,29 @@ LateState CriuSource::late_state() {
   return out;
 }
 
+std::vector<ElfFile> CriuSource::read_elf_files() {
+  const auto t0 = std::chrono::steady_clock::now();
+  elf_seen_.emplace(container_pids());
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  log::debug("migrate: " + id_ + " maps or holds " + std::to_string(elf_seen_->files().size()) +
+             " ELF files with a build-id, read in " + std::to_string(ms) + " ms");
+  return elf_seen_->files();
+}
+
+bool CriuSource::build_ids_checked() const {
+  if (!elf_files_same_ || !elf_seen_) return false;
+  const auto t0 = std::chrono::steady_clock::now();
+  const bool covered = elf_seen_->covers(container_pids());
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  log::debug("migrate: " + id_ + "'s files at the freeze " +
+             (covered ? "were all read before it" : "include one not read before it") + " (" +
+             std::to_string(ms) + " ms): CRIU validates " +
+             (covered ? "their sizes only" : "their build-ids"));
+  return covered;
+}
+
 void CriuSource::destination_makes_uts_ipc(bool yes) {
   fresh_ipc_.reset();
   if (!yes || !own_uts_ipc_) return;
@@ -450,6 +473,7 @@ void CriuSource::run_dump(
   if (final_dump) {
     checkpoint::add_recreated_mounts(o, src_, images_dir);
     o.plugins = needs_verbs_plugin();
+    o.validate_file_sizes_only = build_ids_checked();
   }
   // A migration's dumps lift their lock themselves (network_lock.hpp).
   o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
@@ -458,6 +482,7 @@ void CriuSource::run_dump(
   // destination holds already (page_dedup.hpp); the relay owns a copy of
   // the channel, the caller keeps its own.
   last_round_ = {};
+  last_round_.build_ids_checked_ahead = o.validate_file_sizes_only;
   std::optional<PageDedupRelay> dedup;
   std::optional<ProcTaskMemory> memory;
   std::optional<WrittenTaskMemory> written;
@@ -597,6 +622,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   o.leave_running = true;
   checkpoint::add_recreated_mounts(o, src_, images_dir);
   o.plugins = needs_verbs_plugin();
+  o.validate_file_sizes_only = build_ids_checked();
   std::vector<UniqueFd> namespaces =
       criu_in_container_namespaces(o, {.net = net.moves_empty, .uts_ipc = uts_ipc.has_value()});
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
@@ -670,6 +696,13 @@ Acceptance CriuDestination::accept(const Manifest& m) {
     for (auto& d : missing_devices(*config, exists)) missing.push_back(std::move(d));
     for (auto& n : missing_namespace_paths(*config, exists)) missing.push_back(std::move(n));
     if (!missing.empty()) throw Error(missing.front());
+  }
+  // The libraries CRIU's restore would find different (its build-id check,
+  // after the freeze): refused now. A rootfs still to come is the source's.
+  if (config && !a.need_rootfs && m.elf_files) {
+    auto checked = check_elf_files(*config, m.bundle, *m.elf_files, look_on_host);
+    if (!checked.refusals.empty()) throw Error(checked.refusals.front(), Cause::Invalid);
+    a.elf_files_same = checked.all_same;
   }
   return a;
 }

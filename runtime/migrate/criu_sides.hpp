@@ -11,6 +11,7 @@
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/fresh_netns.hpp"
 #include "checkpoint/uts_ipc_anew.hpp"
+#include "migrate/elf_files.hpp"
 #include "migrate/inventory.hpp"
 #include "migrate/page_dedup.hpp"
 #include "migrate/sides.hpp"
@@ -67,6 +68,11 @@ class CriuSource : public SourceSide {
   // one) decides at the freeze only how the network namespace moves; its
   // sysctls are read by late_state(), after the images are sent.
   void destination_takes_late_state(bool yes) override { late_state_taken_ = yes; }
+  void destination_has_elf_files(bool same) override { elf_files_same_ = same; }
+  // Before the manifest goes: the ELF files the container's tasks map or
+  // hold open, with their build-ids (elf_files.hpp), kept for the frozen
+  // window's comparison.
+  std::vector<ElfFile> read_elf_files();
   LateState late_state() override;
 
  private:
@@ -96,6 +102,10 @@ class CriuSource : public SourceSide {
   // context)? Without one, CRIU loads no plugin: that is 0.09 s less of
   // frozen time (tests/bench/migrate README).
   bool needs_verbs_plugin() const;
+  // In the frozen window: the final dump may validate file sizes only
+  // (the destination found every ELF file of read_elf_files() the same,
+  // and the tasks hold no other). Never throws.
+  bool build_ids_checked() const;
   // The container's own network namespace at the freeze, against a new
   // one (checkpoint/fresh_netns.hpp). Its configuration as a new one's:
   // the final dump leaves it out and CRIU's restore makes a new one
@@ -157,6 +167,9 @@ class CriuSource : public SourceSide {
   std::optional<checkpoint::NetnsWatch> netns_watch_;
   // The destination takes a LateState (destination_takes_late_state).
   bool late_state_taken_ = false;
+  // read_elf_files(), and whether the destination found them the same.
+  std::optional<ElfFilesSeen> elf_seen_;
+  bool elf_files_same_ = false;
   // The final dump's namespace whose sysctls late_state() reads, and
   // whether it moved empty (then crx carries every changed one).
   struct LateNetns {

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 
+#include "checkpoint/image_dirs.hpp"
 #include "common/error.hpp"
 #include "cgroup/cgroup.hpp"
 
@@ -12,13 +13,6 @@ std::string mib(uint64_t b) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(b) / (1 << 20));
   return buf;
-}
-
-bool is_bind(const spec::Mount& m) {
-  if (m.type == "bind") return true;
-  for (const auto& o : m.options)
-    if (o == "bind" || o == "rbind") return true;
-  return false;
 }
 
 }  // namespace
@@ -80,7 +74,7 @@ Inventory take_inventory(const checkpoint::SourceContainer& s) {
   Inventory inv;
   inv.processes = checkpoint::container_processes_in_tree(s.state);
   for (const auto& m : s.spec.mounts)
-    if (is_bind(m)) inv.bind_mounts.emplace_back(m.destination, m.source);
+    if (checkpoint::is_bind_mount(m)) inv.bind_mounts.emplace_back(m.destination, m.source);
   for (const auto& n : s.spec.linux.namespaces)
     if (!n.path.empty()) inv.namespaces.emplace_back(n.type, n.path);
   if (!s.state.cgroup.is_null() && !s.state.cgroup.empty()) {

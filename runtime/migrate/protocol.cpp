@@ -60,6 +60,7 @@ std::string to_json(const Manifest& m) {
   if (m.inventory) j["inventory"] = *m.inventory;
   if (m.lazy) j["lazy"] = true;
   if (m.fill_after_resume) j["fill_after_resume"] = true;
+  if (m.elf_files) j["elf_files"] = elf_files_to_json(*m.elf_files);
   return j.dump();
 }
 
@@ -96,6 +97,7 @@ Manifest parse_manifest(const std::string& text) {
   }
   m.lazy = opt<bool>(j, w, "lazy", false);
   m.fill_after_resume = opt<bool>(j, w, "fill_after_resume", false);
+  if (j.contains("elf_files")) m.elf_files = elf_files_from_json(j["elf_files"]);
   if (m.id.empty()) throw Error("malformed manifest frame: empty container id");
   return m;
 }
@@ -108,6 +110,7 @@ std::string to_json(const Acceptance& a) {
   if (a.zero_runs) j["zero_runs"] = true;
   if (a.uts_ipc_anew) j["uts_ipc_anew"] = true;
   if (a.late_state) j["late_state"] = true;
+  if (a.elf_files_same) j["elf_files_same"] = true;
   return j.dump();
 }
 
@@ -123,6 +126,7 @@ Acceptance parse_acceptance(const std::string& text) {
   a.zero_runs = opt<bool>(j, w, "zero_runs", false);
   a.uts_ipc_anew = opt<bool>(j, w, "uts_ipc_anew", false);
   a.late_state = opt<bool>(j, w, "late_state", false);
+  a.elf_files_same = opt<bool>(j, w, "elf_files_same", false);
   return a;
 }
 

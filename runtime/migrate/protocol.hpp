@@ -35,6 +35,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "migrate/elf_files.hpp"
 #include "rdma/rdma_inventory.hpp"
 
 namespace crx::migrate {
@@ -73,6 +74,9 @@ struct Manifest {
   // filling_after_resume. Absent (false) from older senders: their
   // receiver restores every page before the resume.
   bool fill_after_resume = false;
+  // The ELF files the container maps or holds open, with their build-ids,
+  // read before the freeze (elf_files.hpp); absent from older senders.
+  std::optional<std::vector<ElfFile>> elf_files;
 };
 
 struct Acceptance {
@@ -99,6 +103,10 @@ struct Acceptance {
   // before the restored tasks run. An older receiver never says this: the
   // sender then reads everything in the frozen window, as before.
   bool late_state = false;
+  // The receiver found every file of the manifest's elf_files here, the
+  // same size and build-id (elf_files.hpp): the final dump may validate
+  // sizes only. An older receiver never says this.
+  bool elf_files_same = false;
 };
 
 struct RoundStart {

@@ -42,6 +42,9 @@ struct RoundStats {
   // of the pages CRIU took from the parent were checked; how many pages
   // they held (rdma/mr_writes.hpp). nullopt: every such page was checked.
   std::optional<uint64_t> device_written_pages;
+  // Final dump: CRIU validated file sizes only, the build-ids having been
+  // checked by the destination before the freeze (elf_files.hpp).
+  bool build_ids_checked_ahead = false;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU
@@ -128,6 +131,11 @@ class SourceSide {
   // LateState after the final images (Acceptance::late_state). Only then
   // may the final dump leave reading to late_state(). Pure as well.
   virtual void destination_takes_late_state(bool yes) = 0;
+  // Once, before the first round: whether the destination found the
+  // manifest's ELF files the same (Acceptance::elf_files_same). Only then
+  // may the final dump leave CRIU's build-ids out. Pure as well: a wrapper
+  // that forgot it would keep them in the frozen window.
+  virtual void destination_has_elf_files(bool same) = 0;
   // After the final dump's images are sent, while the destination
   // restores: what the dump left to read until now (a network namespace's
   // sysctls: the frozen container cannot change them). Throws to roll

@@ -55,6 +55,7 @@ class VerbsSource : public SourceSide {
   void destination_takes_late_state(bool yes) override {
     inner_.destination_takes_late_state(yes);
   }
+  void destination_has_elf_files(bool same) override { inner_.destination_has_elf_files(same); }
   LateState late_state() override { return inner_.late_state(); }
   RoundStats last_round() const override { return inner_.last_round(); }
 

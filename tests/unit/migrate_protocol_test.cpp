@@ -206,6 +206,8 @@ struct FakeSource : SourceSide {
   // read finds, or that it fails.
   std::optional<bool> destination_takes_late_state_;
   void destination_takes_late_state(bool yes) override { destination_takes_late_state_ = yes; }
+  std::optional<bool> destination_has_elf_files_;
+  void destination_has_elf_files(bool same) override { destination_has_elf_files_ = same; }
   std::map<std::string, std::string> late_sysctls;
   bool fail_late = false;
   int late_reads = 0;
@@ -357,8 +359,13 @@ struct FakeDestination : DestinationSide {
 
   Acceptance accept(const Manifest& man) override {
     if (man.id == "exists-here") throw crx::Error("container exists-here already exists");
-    return Acceptance{man.bundle, false, man.lazy && can_lazy};
+    elf_files_heard = man.elf_files;
+    Acceptance a{man.bundle, false, man.lazy && can_lazy};
+    a.elf_files_same = elf_files_same;
+    return a;
   }
+  bool elf_files_same = false;  // what accept() answers
+  std::optional<std::vector<ElfFile>> elf_files_heard;
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string&, const std::string& work,
                                               crx::UniqueFd ch) override {
     EXPECT_EQ(work, work_dir);  // the daemon listens where the restore looks
@@ -470,6 +477,7 @@ struct Harness {
   bool prepare_restore = true;  // migration.prepare_restore
   FillAfterResume fill = FillAfterResume::Auto;  // migration.fill_after_resume
   std::optional<crx::rdma::RdmaInventory> rdma;  // the container's verbs objects
+  std::optional<std::vector<ElfFile>> elf_files;  // the manifest's
   std::chrono::milliseconds receiver_timeout = 10s;
   Events events;
 
@@ -527,6 +535,7 @@ struct Harness {
     so.manifest.config_sha256 = "00";
     so.manifest.lazy = lazy;
     so.manifest.rdma = rdma;
+    so.manifest.elf_files = elf_files;
     so.work_dir = root + "/src";
     so.pre_copy = PreCopyPolicy{pre_copy, 20};
     so.pre_copy.adaptive = pre_copy_auto;
@@ -662,6 +671,25 @@ void expect_rolled_back(const Outcome& r, const Harness& h, const std::string& w
   EXPECT_EQ(h.src.resumes, 1);
   EXPECT_EQ(h.src.destroys, 0);
   EXPECT_EQ(h.dst.resumes, 0);
+}
+
+// The manifest's ELF files reach the destination, and its answer reaches
+// the source before the first round: only a destination that found them
+// the same lets the final dump leave CRIU's build-ids out.
+TEST(MigrateProtocol, TheDestinationsWordOnTheElfFilesReachesTheSource) {
+  for (bool same : {false, true}) {
+    Harness h;
+    h.dst.elf_files_same = same;
+    h.elf_files = std::vector<ElfFile>{{"/usr/lib/libx.so.1", 4096, "ab12"}};
+    Outcome r = h.run();
+    ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+    ASSERT_TRUE(h.dst.elf_files_heard.has_value());
+    ASSERT_EQ(h.dst.elf_files_heard->size(), 1u);
+    EXPECT_EQ(h.dst.elf_files_heard->front().path, "/usr/lib/libx.so.1");
+    EXPECT_EQ(h.dst.elf_files_heard->front().size, 4096u);
+    EXPECT_EQ(h.dst.elf_files_heard->front().build_id, "ab12");
+    EXPECT_EQ(h.src.destination_has_elf_files_, same);
+  }
 }
 
 // The network sysctls the final dump left to read: read by the source
@@ -1294,6 +1322,7 @@ TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   EXPECT_NE(rep.error.find("stays frozen"), std::string::npos) << rep.error;
   // A receiver that did not say it takes a LateState gets none.
   EXPECT_EQ(src.destination_takes_late_state_, false);
+  EXPECT_EQ(src.destination_has_elf_files_, false);
   EXPECT_EQ(src.late_reads, 0);
   EXPECT_EQ(src.freezes, 1);
   EXPECT_EQ(src.resumes, 0);

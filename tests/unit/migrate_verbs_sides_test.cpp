@@ -71,6 +71,7 @@ struct FakeSource : SourceSide {
   bool zero_runs(bool decodes) override { return decodes; }
   void destination_makes_uts_ipc(bool) override {}
   void destination_takes_late_state(bool) override {}
+  void destination_has_elf_files(bool) override {}
   crx::migrate::LateState late_state() override { return {}; }
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;

@@ -885,6 +885,41 @@ class ContainerStateMigrateTest(Receiving, Base):
         self.sh(self.tb, 1, "rmdir /tmp/extra-src")
         self.refused_up_front("bind mount /extra: /tmp/extra-src does not exist on the destination")
 
+    def test_library_that_differs_on_the_destination_is_refused_up_front(self):
+        """g1's /bin/busybox, the shell c1 runs, has another build-id (a
+        byte of its note flipped, the size unchanged): CRIU's restore would
+        fail on it after the freeze, so the receiver refuses before, naming
+        the file (migrate/elf_files.hpp). With the file as the source's
+        again, the move goes, and its final dump left the build-ids to the
+        check before the freeze (build_ids_checked_ahead)."""
+        tb = self.tb
+        busybox = "/tmp/bundle/rootfs/bin/busybox"
+        build_id = f"readelf -n {busybox} | sed -n 's/.*Build ID: //p'"
+        source_id = self.sh(tb, 0, build_id).strip()
+        self.assertRegex(source_id, "^[0-9a-f]{16,}$", "busybox has no build-id: this proves nothing")
+        self.run_counter(tb)
+        try:
+            self.sh(tb, 1, "python3 -c \"import sys; p, i = sys.argv[1], bytes.fromhex(sys.argv[2]); "
+                           "b = bytearray(open(p, 'rb').read()); at = b.find(i); assert at > 0; "
+                           f"b[at] ^= 1; open(p, 'wb').write(b)\" {busybox} {source_id}")
+            other_id = self.sh(tb, 1, build_id).strip()
+            self.assertNotEqual(other_id, source_id)
+            self.refused_up_front(f"file /bin/busybox, which the container maps or holds open, "
+                                  f"differs on the destination (build-id {other_id} here, "
+                                  f"{source_id} on the source)")
+        finally:
+            # A new inode: a running busybox would make the file busy.
+            self.sh(tb, 1, f"cp {tb.scratch}/bundle/rootfs/bin/busybox {busybox}.new && "
+                           f"mv -f {busybox}.new {busybox}")
+        rh = self.start_receiver(tb)
+        rc, out, err = self.migrate(tb)
+        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
+        final = json.loads(out.strip().splitlines()[-1])["rounds"][-1]
+        self.assertTrue(final.get("build_ids_checked_ahead"), final)
+        self.assertEqual(self.state(tb, 1)[0], "running")
+        self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))
+
     def test_destination_with_an_older_kernel_is_refused_up_front(self):
         """The receiver under setarch --uname-2.6 reports a 2.6 kernel, older
         than the 6.1 one the source's images were written on."""

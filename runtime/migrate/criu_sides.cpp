@@ -318,7 +318,7 @@ LateState CriuSource::late_state() {
 
 std::vector<ElfFile> CriuSource::read_elf_files() {
   const auto t0 = std::chrono::steady_clock::now();
-  elf_seen_.emplace(container_pids());
+  elf_seen_.emplace(container_pids(), src_.spec, src_.state.bundle);
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0).count();
   log::debug("migrate: " + id_ + " maps or holds " + std::to_string(elf_seen_->files().size()) +

@@ -21,12 +21,36 @@ bool covers_path(std::string dest, const std::string& path) {
   return path == dest || (path.starts_with(dest) && path[dest.size()] == '/');
 }
 
+// The file at p, opened read-only inside p.root (openat2 RESOLVE_IN_ROOT,
+// as the restored task resolves it); invalid with errno set when it
+// cannot be.
+UniqueFd open_in(const HostPlace& p) {
+  UniqueFd root(::open(p.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!root) return root;
+  struct open_how how{};
+  how.flags = O_RDONLY | O_CLOEXEC;
+  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+  const size_t first = p.path.find_first_not_of('/');
+  const std::string rel = first == std::string::npos ? "." : p.path.substr(first);
+  return UniqueFd(static_cast<int>(::syscall(SYS_openat2, root.get(), rel.c_str(), &how, sizeof how)));
+}
+
 // The build-id of the file a /proc link names; throws when it cannot be
 // opened or read.
 std::optional<std::string> build_id_of(const std::string& link) {
   UniqueFd fd(::open(link.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) throw_errno("open " + link);
   return checkpoint::elf_build_id(fd.get());
+}
+
+// f's path, resolved here as host_place() tells the destination to, is f.
+bool found_where_the_destination_looks(const checkpoint::TaskFile& f, const spec::Spec& s,
+                                       const std::string& bundle) {
+  auto place = host_place(s, bundle, f.path);
+  if (!place) return false;
+  UniqueFd fd = open_in(*place);
+  struct stat st;
+  return fd && ::fstat(fd.get(), &st) == 0 && st.st_dev == f.id.dev && st.st_ino == f.id.ino;
 }
 
 }  // namespace
@@ -55,7 +79,8 @@ std::vector<ElfFile> elf_files_from_json(const nlohmann::json& j) {
   return files;
 }
 
-ElfFilesSeen::ElfFilesSeen(const std::vector<pid_t>& pids) {
+ElfFilesSeen::ElfFilesSeen(const std::vector<pid_t>& pids, const spec::Spec& s,
+                           const std::string& bundle) {
   auto scan = checkpoint::task_files(pids);
   if (scan.unreadable > 0) complete_ = false;
   for (const auto& f : scan.files) {
@@ -64,8 +89,13 @@ ElfFilesSeen::ElfFilesSeen(const std::vector<pid_t>& pids) {
       continue;
     }
     try {
-      if (auto id = build_id_of(f.proc_link))
+      if (auto id = build_id_of(f.proc_link)) {
+        if (!found_where_the_destination_looks(f, s, bundle)) {
+          complete_ = false;
+          continue;
+        }
         elf_.push_back({f.path, static_cast<uint64_t>(f.size), *id});
+      }
       read_.insert(f.id);
     } catch (const std::exception&) {
       complete_ = false;
@@ -139,17 +169,7 @@ ElfFilesChecked check_elf_files(const spec::Spec& s, const std::string& bundle,
 }
 
 FoundFile look_on_host(const HostPlace& p) {
-  UniqueFd root(::open(p.root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!root) return {errno == ENOENT || errno == ENOTDIR ? FoundFile::State::Missing
-                                                         : FoundFile::State::Unreadable};
-  struct open_how how{};
-  how.flags = O_RDONLY | O_CLOEXEC;
-  how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
-  std::string rel = p.path.substr(p.path.find_first_not_of('/') == std::string::npos
-                                      ? p.path.size()
-                                      : p.path.find_first_not_of('/'));
-  if (rel.empty()) rel = ".";
-  UniqueFd fd(static_cast<int>(::syscall(SYS_openat2, root.get(), rel.c_str(), &how, sizeof how)));
+  UniqueFd fd = open_in(p);
   if (!fd) return {errno == ENOENT || errno == ENOTDIR ? FoundFile::State::Missing
                                                        : FoundFile::State::Unreadable};
   struct stat st;

@@ -38,9 +38,13 @@ std::vector<ElfFile> elf_files_from_json(const nlohmann::json& j);
 class ElfFilesSeen {
  public:
   // Every regular file the tasks map or hold open, and the build-ids of
-  // the ELF ones (checkpoint::elf_build_id). When a file could not be
-  // looked at or read, files() may lack it: covers() is then false.
-  explicit ElfFilesSeen(const std::vector<pid_t>& pids);
+  // the ELF ones (checkpoint::elf_build_id). An ELF file is listed only
+  // where its path, resolved as the destination will (host_place() of the
+  // container's config s and bundle, on this host), is that very file: a
+  // file under a mount the config does not name (one the container made)
+  // or a tmpfs is not. When a file is not listed, or could not be looked
+  // at or read, covers() is false.
+  ElfFilesSeen(const std::vector<pid_t>& pids, const spec::Spec& s, const std::string& bundle);
   // The ELF files with a build-id, for the manifest.
   const std::vector<ElfFile>& files() const { return elf_; }
   // In the frozen window: whether CRIU would find no build-id it was not

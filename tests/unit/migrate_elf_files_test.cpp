@@ -176,7 +176,10 @@ TEST(ElfFilesSeen, CoversWhatItReadAndNoticesANewLibrary) {
   if (::geteuid() != 0) GTEST_SKIP() << "map_files needs CAP_SYS_ADMIN";
   const std::string exe = self_exe();
   if (readelf_build_id(exe).empty()) GTEST_SKIP() << "no build-id in " << exe;
-  ElfFilesSeen seen({::getpid()});
+  // This process's files as a container's whose rootfs is the host's /.
+  crx::spec::Spec as_root;
+  as_root.root.path = "/";
+  ElfFilesSeen seen({::getpid()}, as_root, "/");
   bool has_exe = false;
   for (const auto& f : seen.files())
     if (f.path == exe) {
@@ -196,6 +199,23 @@ TEST(ElfFilesSeen, CoversWhatItReadAndNoticesANewLibrary) {
   crx::UniqueFd copy(::open((d.path + "/copy").c_str(), O_RDONLY | O_CLOEXEC));
   ASSERT_TRUE(copy);
   EXPECT_FALSE(seen.covers({::getpid()}));
+}
+
+// A file is listed only where the destination's rule finds it on the
+// source too; one it would look for elsewhere leaves the list incomplete.
+TEST(ElfFilesSeen, AFileTheDestinationWouldLookForElsewhereIsNotListed) {
+  if (::geteuid() != 0) GTEST_SKIP() << "map_files needs CAP_SYS_ADMIN";
+  if (readelf_build_id(self_exe()).empty()) GTEST_SKIP() << "no build-id";
+  TempDir d;
+  crx::spec::Spec elsewhere;
+  elsewhere.root.path = d.path;  // an empty rootfs: the files are not there
+  ElfFilesSeen seen({::getpid()}, elsewhere, "/");
+  EXPECT_TRUE(seen.files().empty());
+  EXPECT_FALSE(seen.covers({::getpid()}));
+  crx::spec::Spec under_tmpfs;
+  under_tmpfs.root.path = "/";
+  under_tmpfs.mounts = {{"/", "tmpfs", "tmpfs", {}}};
+  EXPECT_TRUE(ElfFilesSeen({::getpid()}, under_tmpfs, "/").files().empty());
 }
 
 crx::spec::Spec spec_with_mounts() {

@@ -81,30 +81,25 @@ std::vector<ElfFile> elf_files_from_json(const nlohmann::json& j) {
 
 ElfFilesSeen::ElfFilesSeen(const std::vector<pid_t>& pids, const spec::Spec& s,
                            const std::string& bundle) {
-  auto scan = checkpoint::task_files(pids);
-  if (scan.unreadable > 0) complete_ = false;
-  for (const auto& f : scan.files) {
+  // A file left out of read_ here (not listed, unreadable, missed) is
+  // looked at again by covers() in the frozen window.
+  for (const auto& f : checkpoint::task_files(pids).files) {
     if (f.deleted) {
       read_.insert(f.id);  // CRIU carries its contents
       continue;
     }
     try {
       if (auto id = build_id_of(f.proc_link)) {
-        if (!found_where_the_destination_looks(f, s, bundle)) {
-          complete_ = false;
-          continue;
-        }
+        if (!found_where_the_destination_looks(f, s, bundle)) continue;
         elf_.push_back({f.path, static_cast<uint64_t>(f.size), *id});
       }
       read_.insert(f.id);
     } catch (const std::exception&) {
-      complete_ = false;
     }
   }
 }
 
 bool ElfFilesSeen::covers(const std::vector<pid_t>& pids) const noexcept {
-  if (!complete_) return false;
   try {
     auto scan = checkpoint::task_files(pids);
     if (scan.unreadable > 0) return false;

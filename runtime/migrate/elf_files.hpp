@@ -42,21 +42,22 @@ class ElfFilesSeen {
   // where its path, resolved as the destination will (host_place() of the
   // container's config s and bundle, on this host), is that very file: a
   // file under a mount the config does not name (one the container made)
-  // or a tmpfs is not. When a file is not listed, or could not be looked
-  // at or read, covers() is false.
+  // or a tmpfs is not. A file with a build-id that is not listed, or that
+  // could not be looked at or read, is not counted as read: covers() is
+  // false while the tasks still map or hold it.
   ElfFilesSeen(const std::vector<pid_t>& pids, const spec::Spec& s, const std::string& bundle);
   // The ELF files with a build-id, for the manifest.
   const std::vector<ElfFile>& files() const { return elf_; }
   // In the frozen window: whether CRIU would find no build-id it was not
   // shown before, i.e. every regular file the tasks map or hold open now
   // was read by the constructor, or is unlinked (CRIU carries it), or has
-  // no build-id (read now). Never throws: false when unsure.
+  // no build-id (read now). Never throws: false when unsure, and when a
+  // mapping or fd cannot be looked at.
   bool covers(const std::vector<pid_t>& pids) const noexcept;
 
  private:
   std::set<checkpoint::FileId> read_;  // read, in files() or without a build-id
   std::vector<ElfFile> elf_;
-  bool complete_ = true;
 };
 
 // What the destination found of one file.

@@ -20,13 +20,13 @@ struct DirClose {
   void operator()(DIR* d) const { closedir(d); }
 };
 
-// stat(2) through a /proc link: true for a regular file. false with errno
-// 0 for anything else (a device, a socket, a pipe), with stat's errno when
-// the link could not be followed.
-bool stat_link(const std::string& link, struct stat& st) {
-  if (::stat(link.c_str(), &st) != 0) return false;
-  errno = 0;
-  return S_ISREG(st.st_mode);
+enum class Linked { Regular, Other, Unreadable };
+
+// stat(2) through a /proc link: a regular file (st filled), anything else
+// (a device, a socket, a pipe), or a link that could not be followed.
+Linked stat_link(const std::string& link, struct stat& st) {
+  if (::stat(link.c_str(), &st) != 0) return Linked::Unreadable;
+  return S_ISREG(st.st_mode) ? Linked::Regular : Linked::Other;
 }
 
 // "00400000-00401000" -> "400000-401000": map_files' names have no
@@ -68,10 +68,16 @@ void add_mappings(pid_t pid, Collector& c) {
     if (!done.insert({m.dev, m.inode}).second) continue;
     std::string link = proc + "/map_files/" + m.range;
     struct stat st;
-    if (stat_link(link, st))
-      c.add(st, m.path, m.deleted, std::move(link));
-    else if (errno != 0)
-      c.unreadable();
+    switch (stat_link(link, st)) {
+      case Linked::Regular:
+        c.add(st, m.path, m.deleted, std::move(link));
+        break;
+      case Linked::Unreadable:
+        c.unreadable();
+        break;
+      case Linked::Other:
+        break;
+    }
   }
 }
 
@@ -83,10 +89,9 @@ void add_open_files(pid_t pid, Collector& c) {
     if (e->d_name[0] == '.') continue;
     std::string link = dir + "/" + e->d_name;
     struct stat st;
-    if (!stat_link(link, st)) {
-      if (errno != 0) c.unreadable();
-      continue;
-    }
+    Linked what = stat_link(link, st);
+    if (what == Linked::Unreadable) c.unreadable();
+    if (what != Linked::Regular) continue;
     char buf[4096];
     ssize_t n = ::readlink(link.c_str(), buf, sizeof buf);
     if (n <= 0 || n == static_cast<ssize_t>(sizeof buf)) {

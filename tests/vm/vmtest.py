@@ -186,6 +186,42 @@ class VmTestCase(unittest.TestCase):
                                 f"--- stdout:\n{out}\n--- stderr:\n{err}")
         return out
 
+    def wait_receiver(self, tb, rh, k, sender, sender_rc=0, timeout=300, log=None):
+        """The (rc, out, err) of `crx receive` (handle rh) on guest k after
+        the sender finished. `sender` says what the sender did (a string,
+        or a callable called only if needed); `log`, a file the receiver
+        writes to. When the sender failed (sender_rc), maybe before it
+        connected, a receiver still waiting a minute later is killed (its
+        rc then says so). One that has not finished within `timeout` after
+        a sender that succeeded fails the case with what it, CRIU and the
+        kernel were doing on g<k>, its own output and the sender's; it is
+        killed, and the guest only if it will not die, so the cases after
+        this one keep their guests."""
+        if sender_rc != 0 and not rh.done.wait(60):
+            tb.kill(rh)
+            return tb.wait(rh, 30)
+        if rh.done.wait(timeout):
+            return tb.wait(rh)
+        stuck = tb.run(k, (f"echo '--' receiver log; cat {log}; " if log else "") +
+                          "echo '--' CRIU logs; for f in $(find /run/crx-migrate "
+                          "-name '*.log' 2>/dev/null); do echo \"== $f\"; tail -n 40 $f; done; "
+                          "echo '--' processes; ps -eo pid,ppid,stat,wchan:32,cmd; "
+                          "for p in $(pgrep -f '[c]riu|[c]rx '); do echo \"== $p\"; "
+                          "for t in /proc/$p/task/*; do echo $t $(grep State $t/status); "
+                          "cat $t/stack; done; done; "
+                          "echo '--' qps; rdma resource show qp 2>&1; "
+                          "echo '--' dmesg; dmesg | tail -n 40", timeout=120)[1]
+        tb.kill(rh)
+        try:
+            _, out, err = tb.wait(rh, 30)
+        except testbed.GuestTimeout:
+            out, err = "", "(SIGKILL did not end it within 30 s: guest killed)"
+        if callable(sender):
+            sender = sender()
+        self.fail(f"g{k}: crx receive did not finish within {timeout} s\n"
+                  f"sender: {sender}\n--- receiver's stdout:\n{out}\n--- its stderr:\n{err}\n"
+                  f"{stuck}")
+
     def boot(self, n, **kw):
         t = time.monotonic()
         tb = Testbed(n, **kw).start()

@@ -225,6 +225,16 @@ class Receiving:
         return tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
                          f"--format json {extra}", timeout=900)
 
+    def received(self, tb, rh, migrated, timeout=300, k=1, must_end=False, log=None):
+        """The receiver's (rc, out, err) once `crx migrate` returned
+        `migrated` (its rc, out, err): VmTestCase.wait_receiver, which
+        names what the receiver was doing if it hangs. A receiver left
+        waiting by a failed migrate is killed after a minute, unless
+        must_end (a case where it should have ended on its own)."""
+        rc, out, err = migrated
+        return self.wait_receiver(tb, rh, k, f"crx migrate ({rc}):\n{out}{err}",
+                                  0 if must_end else rc, timeout, log)
+
     RECEIVER_LOG = "/tmp/receiver.log"
 
     def slow_link_migration(self, tb, rate, burst, flags=""):
@@ -269,7 +279,7 @@ class MigrateTest(Receiving, Base):
                        "sysctl -qw kernel.shmmax=12345678'")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb, "--pre-copy 2")
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         report = json.loads(out.strip().splitlines()[-1])
         self.assertEqual(report["outcome"], "migrated")
@@ -378,7 +388,7 @@ class MigrateTest(Receiving, Base):
         self.sh(tb, 0, f"nsenter -t {pid} -i ipcmk --shmem 8192")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         report = json.loads(out.strip().splitlines()[-1])
@@ -435,7 +445,7 @@ class MigrateTest(Receiving, Base):
             rh = self.start_receiver(tb)
             rc, out, err = tb.run(0, f"{CRX} migrate {name} --to {tb.ip(1)}:{PORT} --key /tmp/key "
                                      f"--pre-copy auto --format json", timeout=900)
-            rrc, rout, rerr = tb.wait(rh, timeout=300)
+            rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
             self.assertEqual(rc, 0, f"{name}: migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
             self.assertEqual(rrc, 0, rerr)
             report = json.loads(out.strip().splitlines()[-1])
@@ -494,7 +504,7 @@ class MigrateTest(Receiving, Base):
         self.run_counter(tb)
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         self.assertIsNone(self.state(tb, 0)[0])
@@ -512,7 +522,7 @@ class MigrateTest(Receiving, Base):
         self.run_counter(tb)
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
-        rrc, rout, rerr = tb.wait(rh, timeout=120)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err), timeout=120, must_end=True)
         self.assertNotEqual(rc, 0)
         self.assertIn("authentication failed", err)
         self.assertIn("authentication failed", rerr)
@@ -543,7 +553,7 @@ class MigrateTest(Receiving, Base):
         rc, out, err = tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} {flags(0)} "
                                  f"--tls-peer-name {tb.ip(1)} --pre-copy 1 --format json",
                               timeout=900)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         self.assertEqual(json.loads(out.strip().splitlines()[-1])["security"], "tls-cert+ktls")
@@ -572,7 +582,7 @@ class MigrateTest(Receiving, Base):
         wait_until(relay_up, 60, "the relay to listen", interval=0.3)
         rc, out, err = tb.run(0, f"{CRX} migrate c1 --to 127.0.0.1:7171 --key /tmp/key "
                                  "--format json", timeout=900)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err), must_end=True)
         print("sender:", out, err, "receiver:", rerr, sep="\n", flush=True)
         self.assertIn("tampered", self.sh(tb, 0, "cat /tmp/relay.log"))
         self.assertNotEqual(rc, 0)
@@ -590,7 +600,7 @@ class MigrateTest(Receiving, Base):
         self.sh(tb, 1, "rm /tmp/bundle/rootfs/bin/busybox")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
-        tb.wait(rh, timeout=300)
+        self.received(tb, rh, (rc, out, err), must_end=True)
         self.assertNotEqual(rc, 0)
         self.assertIn("rolled back", err)
         self.assertEqual(self.state(tb, 0)[0], "running")
@@ -635,7 +645,7 @@ class MigrateTest(Receiving, Base):
         rh, mh = self.migration_under_way(tb)
         self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")  # Ctrl-C
         rc, out, err = tb.wait(mh, timeout=600)
-        tb.wait(rh, timeout=300)
+        self.received(tb, rh, (rc, out, err), must_end=True)
         self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
         self.assert_one_copy_on_the_source(tb)
         self.assertEqual(self.sh(tb, 1, "ls /run/crx-migrate 2>/dev/null | wc -l").strip(), "0")
@@ -659,7 +669,8 @@ class MigrateTest(Receiving, Base):
         time.sleep(1.5)
         frozen_at_drop = self.counts(tb) == before
         rc, out, err = tb.wait(mh, timeout=600)
-        rrc, _, _ = tb.wait(rh, timeout=600)
+        rrc, _, _ = self.received(tb, rh, (rc, out, err), timeout=600, must_end=True,
+                                    log=log)
         rlog = self.sh(tb, 1, f"cat {log}")
         print("sender:", out, err, "receiver:", rlog, sep="\n", flush=True)
         self.assertTrue(frozen_at_drop,
@@ -714,7 +725,8 @@ class MigrateTest(Receiving, Base):
         rh, mh = self.prepared_then_pre_copy_under_way(tb)
         self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")
         rc, out, err = tb.wait(mh, timeout=600)
-        rrc, _, _ = tb.wait(rh, timeout=300)
+        rrc, _, _ = self.received(tb, rh, (rc, out, err), must_end=True,
+                                    log=self.RECEIVER_LOG)
         rlog = self.sh(tb, 1, f"cat {self.RECEIVER_LOG}")
         self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
         self.assertNotEqual(rrc, 0, rlog)
@@ -845,7 +857,7 @@ class ContainerStateMigrateTest(Receiving, Base):
         # Accepted loss: the container moves, the exec'd process is reported
         # and dies with the source.
         rc, out, err = self.migrate(tb, "--kill-exec")
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         report = json.loads(out.strip().splitlines()[-1])
@@ -866,7 +878,7 @@ class ContainerStateMigrateTest(Receiving, Base):
         tb = self.tb
         rh = self.start_receiver(tb, receiver_prefix)
         rc, out, err = self.migrate(tb)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err), must_end=True)
         print("refused:", err, flush=True)
         self.assertNotEqual(rc, 0)
         self.assertNotEqual(rrc, 0)
@@ -913,7 +925,7 @@ class ContainerStateMigrateTest(Receiving, Base):
                            f"mv -f {busybox}.new {busybox}")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         final = json.loads(out.strip().splitlines()[-1])["rounds"][-1]
         self.assertTrue(final.get("build_ids_checked_ahead"), final)
@@ -980,7 +992,7 @@ class ContainerStateMigrateTest(Receiving, Base):
         self.assertGreaterEqual(before[1], 3, "the pipeline's three stages")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         self.assertEqual(self.state(tb, 1)[0], "running")
@@ -994,7 +1006,7 @@ class ContainerStateMigrateTest(Receiving, Base):
         self.assertEqual(self.state(tb, 0)[0], "paused")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb, "--pre-copy 1")
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         self.assertTrue(json.loads(out.strip().splitlines()[-1]).get("paused"), out)
@@ -1047,7 +1059,7 @@ class ContainerStateMigrateTest(Receiving, Base):
         self.assertEqual(self.sh(tb, 0, hooks).split(), ["prestart", "createRuntime", "poststart"])
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb)
-        rrc, rout, rerr = tb.wait(rh, timeout=300)
+        rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
         after = self.container_view(1)
@@ -1120,7 +1132,8 @@ class TcpMigrateTest(Base):
         self.sh(tb, 2, f"ip addr add {self.SERVICE_IP}/32 dev eth0 && iptables -w -I {hold}")
         rc, out, err = tb.run(0, f"{CRX} migrate c1 --to {tb.ip(2)}:{PORT} --key /tmp/key "
                                  "--tcp-established --format json", timeout=900)
-        rrc, _, _ = tb.wait(rh, timeout=300)
+        rrc, _, _ = self.received(tb, rh, (rc, out, err), k=2,
+                                    log="/tmp/receiver.log")
         rlog = self.sh(tb, 2, "cat /tmp/receiver.log")
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rlog}")
         self.assertEqual(rrc, 0, rlog)

@@ -256,33 +256,8 @@ class RdmaBedCase(VmTestCase):
         return rc, out, err, rrc, rlog, took
 
     def wait_receive(self, rh, k, log, sender, sender_rc=0, timeout=300):
-        """The receiver's (rc, out, err). One that has not finished within
-        `timeout` fails the case with what it and CRIU were doing on g<k>
-        (the test bed kills a guest whose command overstays, so this is
-        the last chance to look; `sender` says what the sender did, a
-        string or a callable called only then). When the sender failed (sender_rc), maybe
-        before it connected, a receiver still listening a minute later is
-        killed instead (its rc then says so): the guest stays up for the
-        cases after this one."""
-        if sender_rc != 0 and not rh.done.wait(60):
-            self.tb.kill(rh)
-            return self.tb.wait(rh, 30)
-        if not rh.done.wait(timeout):
-            stuck = self.tb.run(k, f"echo '--' receiver log; cat {log}; "
-                                   "echo '--' CRIU logs; for f in $(find /run/crx-migrate "
-                                   "-name '*.log' 2>/dev/null); do echo \"== $f\"; tail -n 40 $f; done; "
-                                   "echo '--' processes; ps -eo pid,ppid,stat,wchan:32,cmd; "
-                                   "for p in $(pgrep -f '[c]riu|[c]rx '); do echo \"== $p\"; "
-                                   "for t in /proc/$p/task/*; do echo $t $(grep State $t/status); "
-                                   "cat $t/stack; done; done; "
-                                   "echo '--' qps; rdma resource show qp; "
-                                   "echo '--' dmesg; dmesg | tail -n 40", timeout=120)[1]
-            self.tb.kill_guest(k)
-            if callable(sender):
-                sender = sender()
-            self.fail(f"g{k}: crx receive did not finish within {timeout} s\n"
-                      f"sender: {sender}\n{stuck}")
-        return self.tb.wait(rh)
+        """VmTestCase.wait_receiver for a receiver logging to `log`."""
+        return self.wait_receiver(self.tb, rh, k, sender, sender_rc, timeout, log)
 
     def migrate(self, cid, src, dst, args="", arrives="running"):
         """crx migrate cid from guest src to guest dst; returns the report.

@@ -1132,8 +1132,8 @@ class TcpMigrateTest(Base):
         self.sh(tb, 2, f"ip addr add {self.SERVICE_IP}/32 dev eth0 && iptables -w -I {hold}")
         rc, out, err = tb.run(0, f"{CRX} migrate c1 --to {tb.ip(2)}:{PORT} --key /tmp/key "
                                  "--tcp-established --format json", timeout=900)
-        rrc, _, _ = self.received(tb, rh, (rc, out, err), k=2,
-                                    log="/tmp/receiver.log")
+        rrc, _, _ = self.wait_receiver(tb, rh, 2, f"crx migrate ({rc}):\n{out}{err}", rc,
+                                       log="/tmp/receiver.log")
         rlog = self.sh(tb, 2, "cat /tmp/receiver.log")
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rlog}")
         self.assertEqual(rrc, 0, rlog)

@@ -81,20 +81,51 @@ def wait_listening(tb, k, port, timeout=60):
     raise RuntimeError(f"g{k}: nothing listens on port {port}")
 
 
-def make_bundle(scratch, crx):
+# Open MPI's components, which an MPI rank dlopens at MPI_Init.
+MCA_DIR = "/usr/lib/x86_64-linux-gnu/openmpi/lib/openmpi3"
+
+
+def shared_objects(n):
+    """What --libs n makes memhog dlopen: libmpi (and the libraries it
+    needs) and the first n of Open MPI's components, as a rank maps them."""
+    if n <= 0:
+        return []
+    if not os.path.isdir(MCA_DIR):
+        sys.exit(f"--libs needs Open MPI ({MCA_DIR}): run tests/setup.sh")
+    mca = sorted(f for f in os.listdir(MCA_DIR) if f.startswith("mca_") and f.endswith(".so"))
+    return ["libmpi.so.40"] + [os.path.join(MCA_DIR, f) for f in mca[:n]]
+
+
+def make_bundle(scratch, crx, libs=()):
+    """The bundle every way runs: memhog, static in a busybox rootfs; with
+    libs, built dynamically and dlopening them from the guest's /usr,
+    bound in read-only."""
     b = os.path.join(scratch, "bundle")
-    os.makedirs(os.path.join(b, "rootfs"), exist_ok=True)
-    subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"),
-                    os.path.join(b, "rootfs")], check=True)
-    subprocess.run(["cc", "-O2", "-static", "-o", os.path.join(b, "rootfs", "memhog"),
-                    os.path.join(HERE, "memhog.c")], check=True)
+    rootfs = os.path.join(b, "rootfs")
+    os.makedirs(rootfs, exist_ok=True)
+    subprocess.run([os.path.join(ROOT, "bundles", "busybox", "make-rootfs.sh"), rootfs],
+                   check=True)
+    if libs:
+        subprocess.run(["cc", "-O2", "-o", os.path.join(rootfs, "memhog"),
+                        os.path.join(HERE, "memhog.c")], check=True)
+        for d in ("lib", "lib64"):  # merged /usr, as on the host
+            os.symlink(f"usr/{d}", os.path.join(rootfs, d))
+    else:
+        subprocess.run(["cc", "-O2", "-static", "-DMEMHOG_STATIC", "-o",
+                        os.path.join(rootfs, "memhog"), os.path.join(HERE, "memhog.c")],
+                       check=True)
     subprocess.run([crx, "spec", "--bundle", b], check=True)
     with open(os.path.join(b, "config.json")) as f:
         spec = json.load(f)
     spec["process"]["terminal"] = False
+    spec["process"]["args"] = ["/memhog", "16", "/out/count.log", *libs]
     spec["root"]["readonly"] = False
     spec["mounts"].append({"destination": "/out", "type": "bind",
                            "source": os.path.join(scratch, "out"), "options": ["rbind", "rw"]})
+    if libs:
+        # Not rbind: the guest's /usr/lib/modules is a 9p mount CRIU cannot dump.
+        spec["mounts"].append({"destination": "/usr", "type": "bind", "source": "/usr",
+                               "options": ["bind", "ro"]})
     os.makedirs(os.path.join(scratch, "out"), exist_ok=True)
     with open(os.path.join(b, "config.json"), "w") as f:
         json.dump(spec, f, indent=2)
@@ -103,11 +134,12 @@ def make_bundle(scratch, crx):
 
 def set_size(tb, mib, cid):
     """Both guests' /tmp/bundle run memhog MIB with the log of `cid` (the
-    same bytes on both ends, so the config hashes match)."""
+    same bytes on both ends, so the config hashes match); the libraries
+    it loads stay."""
     for k in (0, 1):
         sh(tb, k, "python3 - <<'E'\nimport json\np='/tmp/bundle/config.json'\n"
                   "s=json.load(open(p))\n"
-                  f"s['process']['args']=['/memhog','{mib}','/out/{cid}.log']\n"
+                  f"s['process']['args'][1:3]=['{mib}','/out/{cid}.log']\n"
                   "json.dump(s,open(p,'w'))\nE")
 
 
@@ -129,6 +161,12 @@ def start_memhog(tb, scratch, cid, start_cmd):
             raise RuntimeError(f"{cid}: memhog never started counting")
         time.sleep(0.5)
     return len(count_log(scratch, cid))
+
+
+def mapped_files(tb, crx, cid):
+    """How many files the container's memhog maps (on g0)."""
+    pid = json.loads(sh(tb, 0, f"{crx} state {cid}"))["pid"]
+    return int(sh(tb, 0, f"awk '$6 ~ /^\\//{{print $6}}' /proc/{pid}/maps | sort -u | wc -l"))
 
 
 def check_counts_on(scratch, cid, before):
@@ -180,6 +218,7 @@ def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=Fals
     set_size(tb, mib, cid)
     before = start_memhog(tb, tb.scratch, cid,
                           f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
+    files = mapped_files(tb, crx, cid)
     config = ("" if prepared and fill else
               f"--config {UNPREPARED_CONFIG} " if not prepared else f"--config {NO_FILL_CONFIG} ")
     # TLS by default; clear text on both ends for the "plaintext" way (what
@@ -199,7 +238,7 @@ def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=Fals
     rep = json.loads(out.strip().splitlines()[-1])
     rrep = json.loads(recv.strip().splitlines()[-1])
     return {"downtime": rep["downtime_seconds"], "total": total, "report": rep,
-            "receiver": rrep}
+            "receiver": rrep, "mapped_files": files}
 
 
 def runc_way(tb, mib, cid, keep_logs=None):
@@ -359,16 +398,27 @@ def print_base_table(runs, sizes):
     checkpoint+transfer and the receiver's restore phase."""
     med = statistics.median
     print(f"crx of this build against crx of {runs.get('base_build', '--base-build')}:\n")
-    print("| memory | way | downtime | total | CRIU frozen in the final dump | "
+    files = [r["mapped_files"] for rs in runs["crx"].values() for r in rs if "mapped_files" in r]
+    if files:
+        print(f"The workload maps {statistics.median(files):.0f} files "
+              f"(--libs {runs.get('libs', 0)}).\n")
+    print("| memory | way | downtime | total | CRIU frozen in the final dump | CRIU's restore | "
           "checkpoint+transfer | restore |")
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for mib, way, rs in runs_by_size(runs, sizes, ("crx", "base")):
         cs = [c for c in (criu_times(r["report"]) for r in rs) if c]
         frozen = f"{med(c['frozen'] for c in cs):.2f} s" if cs else "-"
+        restore = f"{med(c['restore'] for c in cs):.2f} s" if cs else "-"
         print(f"| {mib} MiB | {way} | {med(r['downtime'] for r in rs):.2f} s | "
-              f"{med(r['total'] for r in rs):.2f} s | {frozen} | "
+              f"{med(r['total'] for r in rs):.2f} s | {frozen} | {restore} | "
               f"{med(phase_seconds(r['report'], 'checkpoint+transfer') for r in rs):.2f} s | "
               f"{med(phase_seconds(r['report'], 'restore') for r in rs):.2f} s |")
+    print()
+    for mib in sizes:
+        new, old = runs["crx"].get(mib), runs["base"].get(mib)
+        if new and old:
+            print(f"{mib} MiB: downtime this build / base "
+                  f"{med(r['downtime'] for r in new) / med(r['downtime'] for r in old):.2f}")
     print()
 
 
@@ -416,6 +466,10 @@ def main():
                     help="another build dir (e.g. of the parent commit, under the same root so "
                          "that the guests see it): the way 'base' is crx migrate of that build, "
                          "for an A/B of two builds in one interleaved run")
+    ap.add_argument("--libs", type=int, default=0, metavar="N",
+                    help="the workload maps shared objects as an MPI rank does: libmpi and "
+                         "N of Open MPI's components (memhog built dynamically, the guest's "
+                         "/usr bound in); 0 (default): one static binary")
     ap.add_argument("--bandwidth-only", action="store_true",
                     help="only measure the link (sendfile) and the runc way's copy tool")
     ap.add_argument("--plot", help="write a plot (PNG) of downtime and total per size and way")
@@ -437,6 +491,8 @@ def main():
             "floor": []}
     if base_crx:
         runs["base_build"] = base_crx
+    if a.libs:
+        runs["libs"] = a.libs
     # crx --lazy (post-copy): no pre-copy round, the memory after the resume.
     ways = ("crx", "runc") if a.no_lazy else ("crx", "runc", "lazy")
     if a.ways:
@@ -447,7 +503,7 @@ def main():
     # also the source's image dir), and the guest itself.
     with Testbed(2, rxe=False, memory_mb=max(768, 3 * max(sizes) + 512)) as tb:
         tb.start()
-        b = make_bundle(tb.scratch, crx)
+        b = make_bundle(tb.scratch, crx, shared_objects(a.libs))
         for k in (0, 1):
             sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {KEY} > /tmp/key && chmod 600 /tmp/key")
         sh(tb, 1, f"printf 'migration:\\n  prepare_restore: false\\n' > {UNPREPARED_CONFIG}")

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """A hung guest is killed at its time-out and reported as a failure that
-carries its console log; a guest that dies is reported the same way."""
+carries its console log; a guest that dies is reported the same way. A
+hung receiver of a migration is looked at and killed, not its guest."""
 from vmtest import VmTestCase, main, testbed
 
 
@@ -28,6 +29,20 @@ class TimeoutTest(VmTestCase):
                    timeout=120)
         self.assertIn("Kernel panic", str(caught.exception))
         self.assertIn("qemu exited", str(caught.exception))
+
+    def test_hung_receiver_is_looked_at_and_killed_not_its_guest(self):
+        tb = self.boot(1, rxe=False)
+        rh = tb.spawn(0, "echo waiting for a sender; exec sleep 600")
+        with self.assertRaises(AssertionError) as caught:
+            self.wait_receiver(tb, rh, 0, "crx migrate (0): migrated", timeout=5)
+        msg = str(caught.exception)
+        self.assertIn("g0: crx receive did not finish within 5 s", msg)
+        self.assertIn("sender: crx migrate (0): migrated", msg)
+        self.assertIn("waiting for a sender", msg)     # its output, read after the kill
+        self.assertIn("sleep 600", msg)                # what ran on the guest then
+        self.assertIn("-- dmesg", msg)
+        self.assertTrue(rh.done.is_set(), "the hung receiver was not killed")
+        self.assertEqual(tb.run(0, "echo up", timeout=30)[1].strip(), "up")
 
 
 if __name__ == "__main__":

@@ -202,20 +202,23 @@ class VmTestCase(unittest.TestCase):
             return tb.wait(rh, 30)
         if rh.done.wait(timeout):
             return tb.wait(rh)
-        stuck = tb.run(k, (f"echo '--' receiver log; cat {log}; " if log else "") +
-                          "echo '--' CRIU logs; for f in $(find /run/crx-migrate "
-                          "-name '*.log' 2>/dev/null); do echo \"== $f\"; tail -n 40 $f; done; "
-                          "echo '--' processes; ps -eo pid,ppid,stat,wchan:32,cmd; "
-                          "for p in $(pgrep -f '[c]riu|[c]rx '); do echo \"== $p\"; "
-                          "for t in /proc/$p/task/*; do echo $t $(grep State $t/status); "
-                          "cat $t/stack; done; done; "
-                          "echo '--' qps; rdma resource show qp 2>&1; "
-                          "echo '--' dmesg; dmesg | tail -n 40", timeout=120)[1]
-        tb.kill(rh)
         try:
+            stuck = tb.run(k, (f"echo '--' receiver log; cat {log}; " if log else "") +
+                              "echo '--' CRIU logs; for f in $(find /run/crx-migrate "
+                              "-name '*.log' 2>/dev/null); do echo \"== $f\"; tail -n 40 $f; done; "
+                              "echo '--' processes; ps -eo pid,ppid,stat,wchan:32,cmd; "
+                              "for p in $(pgrep -f '[c]riu|[c]rx '); do echo \"== $p\"; "
+                              "for t in /proc/$p/task/*; do echo $t $(grep State $t/status); "
+                              "cat $t/stack; done; done; "
+                              "echo '--' qps; rdma resource show qp 2>&1; "
+                              "echo '--' dmesg; dmesg | tail -n 40", timeout=120)[1]
+        except testbed.TestbedError as e:  # the guest itself is stuck
+            stuck = f"(looking at g{k} failed: {e})"
+        try:
+            tb.kill(rh)
             _, out, err = tb.wait(rh, 30)
-        except testbed.GuestTimeout:
-            out, err = "", "(SIGKILL did not end it within 30 s: guest killed)"
+        except testbed.TestbedError as e:
+            out, err = "", f"(it did not end on SIGKILL: {e})"
         if callable(sender):
             sender = sender()
         self.fail(f"g{k}: crx receive did not finish within {timeout} s\n"

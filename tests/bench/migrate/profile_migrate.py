@@ -9,7 +9,7 @@ guests some CPU: use this for where the time goes, bench_migrate.py for
 how long.
 
 Usage: tests/bench/migrate/profile_migrate.py [--mib 16] [--pre-copy 0]
-           [--build DIR] [--gap 0.2] [--copy-every 0.2] [--runc] [--keep DIR]
+           [--build DIR] [--gap 0.2] [--copy-every 0.2] [--runc] [--keep DIR] [--libs N]
 """
 import argparse
 import os
@@ -61,6 +61,8 @@ def main():
                          "the restore's log of a small container)")
     ap.add_argument("--runc", action="store_true", help="also profile the runc way")
     ap.add_argument("--crx-flags", default="")
+    ap.add_argument("--libs", type=int, default=0, metavar="N",
+                    help="the workload maps a rank's libraries (bench_migrate.py --libs)")
     ap.add_argument("--keep", help="copy the full CRIU logs into this host dir")
     ap.add_argument("--crx-debug", action="store_true",
                     help="the profiled move's crx commands log at debug level, with times "
@@ -70,7 +72,7 @@ def main():
     crx = os.path.join(a.build, "crx")
     with bm.Testbed(2, rxe=False, memory_mb=max(768, 3 * a.mib + 512)) as tb:
         tb.start()
-        b = bm.make_bundle(tb.scratch, crx)
+        b = bm.make_bundle(tb.scratch, crx, bm.shared_objects(a.libs))
         for k in (0, 1):
             bm.sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {bm.KEY} > /tmp/key && "
                          "chmod 600 /tmp/key && mkdir -p /tmp/logs")

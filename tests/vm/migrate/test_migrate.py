@@ -173,6 +173,16 @@ class Base(VmTestCase):
         rc, out, err = tb.run(k, f"{CRX} state {cid}", timeout=120)
         return (json.loads(out)["status"] if rc == 0 else None), err
 
+    def received(self, tb, rh, migrated, timeout=300, k=1, must_end=False, log=None):
+        """The receiver's (rc, out, err) once `crx migrate` returned
+        `migrated` (its rc, out, err): VmTestCase.wait_receiver, which
+        names what the receiver was doing if it hangs. A receiver left
+        waiting by a failed migrate is killed after a minute, unless
+        must_end (a case where it should have ended on its own)."""
+        rc, out, err = migrated
+        return self.wait_receiver(tb, rh, k, f"crx migrate ({rc}):\n{out}{err}",
+                                  0 if must_end else rc, timeout, log)
+
 
 class CheckpointTest(Base):
     guests = 1
@@ -224,16 +234,6 @@ class Receiving:
     def migrate(self, tb, extra=""):
         return tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
                          f"--format json {extra}", timeout=900)
-
-    def received(self, tb, rh, migrated, timeout=300, k=1, must_end=False, log=None):
-        """The receiver's (rc, out, err) once `crx migrate` returned
-        `migrated` (its rc, out, err): VmTestCase.wait_receiver, which
-        names what the receiver was doing if it hangs. A receiver left
-        waiting by a failed migrate is killed after a minute, unless
-        must_end (a case where it should have ended on its own)."""
-        rc, out, err = migrated
-        return self.wait_receiver(tb, rh, k, f"crx migrate ({rc}):\n{out}{err}",
-                                  0 if must_end else rc, timeout, log)
 
     RECEIVER_LOG = "/tmp/receiver.log"
 
@@ -1132,8 +1132,7 @@ class TcpMigrateTest(Base):
         self.sh(tb, 2, f"ip addr add {self.SERVICE_IP}/32 dev eth0 && iptables -w -I {hold}")
         rc, out, err = tb.run(0, f"{CRX} migrate c1 --to {tb.ip(2)}:{PORT} --key /tmp/key "
                                  "--tcp-established --format json", timeout=900)
-        rrc, _, _ = self.wait_receiver(tb, rh, 2, f"crx migrate ({rc}):\n{out}{err}", rc,
-                                       log="/tmp/receiver.log")
+        rrc, _, _ = self.received(tb, rh, (rc, out, err), k=2, log="/tmp/receiver.log")
         rlog = self.sh(tb, 2, "cat /tmp/receiver.log")
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rlog}")
         self.assertEqual(rrc, 0, rlog)

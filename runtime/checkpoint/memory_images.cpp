@@ -2,8 +2,7 @@
 
 #include <sys/mman.h>
 
-#include <cstring>
-
+#include "checkpoint/criu_image_reader.hpp"
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "criu-rpc/criu_memory.pb-c.h"
@@ -11,44 +10,8 @@
 namespace crx::checkpoint {
 namespace {
 
-// CRIU's magics (criu/include/magic.h).
-constexpr uint32_t kCommonMagic = 0x54564319;
-constexpr uint32_t kPagemapMagic = 0x56084025;
-constexpr uint32_t kMmMagic = 0x57492820;
 // CRIU's VMA_AREA_* (criu/include/image.h).
 constexpr uint32_t kVmaVsyscall = 1u << 2, kVmaVdso = 1u << 3;
-
-// An image's entries, each a protobuf message's bytes.
-class ImageReader {
- public:
-  ImageReader(const std::string& path, uint32_t magic) : path_(path), data_(read_file(path)) {
-    if (data_.size() < 8 || u32(0) != kCommonMagic || u32(4) != magic)
-      bad("not the image it should be (wrong magic)");
-    off_ = 8;
-  }
-  bool next(const uint8_t** msg, size_t* len) {
-    if (off_ == data_.size()) return false;
-    if (data_.size() - off_ < 4) bad("a truncated entry at byte " + std::to_string(off_));
-    uint32_t n = u32(off_);
-    if (data_.size() - off_ - 4 < n) bad("a truncated entry at byte " + std::to_string(off_));
-    *msg = reinterpret_cast<const uint8_t*>(data_.data() + off_ + 4);
-    *len = n;
-    off_ += 4 + n;
-    return true;
-  }
-  [[noreturn]] void bad(const std::string& why) const {
-    throw Error("CRIU's image " + path_ + ": " + why, Cause::Invalid);
-  }
-
- private:
-  uint32_t u32(size_t at) const {
-    uint32_t v = 0;
-    std::memcpy(&v, data_.data() + at, sizeof v);  // CRIU writes host order
-    return v;
-  }
-  std::string path_, data_;
-  size_t off_ = 0;
-};
 
 void append_u32(std::string& out, uint32_t v) {
   out.append(reinterpret_cast<const char*>(&v), sizeof v);
@@ -66,7 +29,7 @@ void append_entry(std::string& out, const Msg& m) {
 }  // namespace
 
 Pagemap read_pagemap(const std::string& path) {
-  ImageReader r(path, kPagemapMagic);
+  CriuImageReader r(path, kPagemapMagic);
   const uint8_t* msg;
   size_t len;
   if (!r.next(&msg, &len)) r.bad("no head");
@@ -89,7 +52,7 @@ Pagemap read_pagemap(const std::string& path) {
 
 void write_pagemap(const std::string& path, const Pagemap& m) {
   std::string out;
-  append_u32(out, kCommonMagic);
+  append_u32(out, kImageCommonMagic);
   append_u32(out, kPagemapMagic);
   CrxPagemapHead head = CRX_PAGEMAP_HEAD__INIT;
   head.pages_id = m.pages_id;
@@ -107,7 +70,7 @@ void write_pagemap(const std::string& path, const Pagemap& m) {
 }
 
 std::vector<Vma> read_vmas(const std::string& path) {
-  ImageReader r(path, kMmMagic);
+  CriuImageReader r(path, kMmMagic);
   const uint8_t* msg;
   size_t len;
   if (!r.next(&msg, &len)) r.bad("no mm entry");

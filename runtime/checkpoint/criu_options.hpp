@@ -125,6 +125,9 @@ struct RestoreOptions : CommonOptions {
   // ipc:), for images that hold none (uts_ipc_anew.hpp).
   std::string join_uts;
   std::string join_ipc;
+  // CRIU's older mount engine (--mntns-compat-mode) instead of mount-v2:
+  // only for mount trees without propagation (mount_images.hpp).
+  bool mount_engine_compat = false;
 };
 
 }  // namespace crx::checkpoint

@@ -185,6 +185,7 @@ struct OptsBuilder {
     common(o);
     defer_verbs_resume = o.defer_verbs_resume;
     set(opts.has_rst_sibling, opts.rst_sibling, o.rst_sibling);
+    set(opts.has_mntns_compat_mode, opts.mntns_compat_mode, o.mount_engine_compat);
     set(opts.has_lazy_pages, opts.lazy_pages, o.lazy_pages);
     set(opts.has_auto_dedup, opts.auto_dedup, o.auto_dedup);
     if (o.page_server) page_server(*o.page_server);

@@ -13,6 +13,7 @@
 #include "checkpoint/criu_rpc.hpp"
 #include "checkpoint/external_namespaces.hpp"
 #include "checkpoint/fresh_netns.hpp"
+#include "checkpoint/mount_images.hpp"
 #include "checkpoint/nft_lock_tables.hpp"
 #include "checkpoint/recreated_mounts.hpp"
 #include "checkpoint/restore_guard.hpp"
@@ -273,6 +274,10 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     // The verbs plugin only for images it dumped contexts into: loading it
     // (and its providers) takes 0.15 s of a restore in a guest.
     o.plugins = rdma::verbs_dumped(images_dir);
+    // Private mounts only: the faster of CRIU's two engines, same tree.
+    o.mount_engine_compat = !mounts_propagate(images_dir);
+    log::debug("restore of " + id_ + ": CRIU's mount engine " +
+               (o.mount_engine_compat ? "compat (no mount propagates)" : "CRIU's default"));
     const bool paused_again = r_.keep_paused && carried && carried->paused;
     restored_ = 0;
     bool held = false;

@@ -739,6 +739,57 @@ class CheckpointFlagsTest(VmTestCase):
         self.assertEqual(self.g(f"{CRX} exec {cid} stat -c %h /dev/shm/hard").strip(), "2")
         self.assertEqual(self.g(f"{CRX} exec {cid} cat /dev/shm/hard").strip(), "kept")
 
+    def test_mount_engine_follows_propagation(self):
+        """CRIU's mount engine for the restore (runtime/checkpoint/README.md,
+        "CRIU's mount engine"): a tree of private mounts is restored with
+        the compat engine, as crx's debug log says, with the same mount
+        points; a slave bind mount of a shared guest dir keeps CRIU's
+        default engine and is a slave again after the restore: a mount made
+        in the guest dir afterwards shows up in the container."""
+        def mounts(cid):  # mount points, options and sources
+            return self.g(f"cut -d' ' -f5- /proc/{self.state(cid)['pid']}/mountinfo")
+
+        def shared():  # the slave bind's line
+            return next(ln for ln in mounts("mntslave").splitlines() if ln.startswith("/shared "))
+
+        cid = "mntpriv"
+        self.bundle(cid, QUIET + COUNTER)
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        before = mounts(cid)
+        self.assertNotIn("master:", before)
+        self.assertNotIn("shared:", before)
+        self.checkpoint(cid, "--image-path /tmp/mntpriv")
+        self.g(f"{CRX} --debug --log /tmp/mntpriv.log restore -d --image-path /tmp/mntpriv "
+               f"-b /tmp/b/{cid} {cid}")
+        self.assertIn("CRIU's mount engine compat", self.g("cat /tmp/mntpriv.log"))
+        self.assertEqual(sorted(ln.split()[0] for ln in mounts(cid).splitlines()),
+                         sorted(ln.split()[0] for ln in before.splitlines()),
+                         "the same mount points")
+
+        cid = "mntslave"
+        self.g("mkdir -p /tmp/mntshared && mount -t tmpfs mntshared /tmp/mntshared && "
+               "mount --make-shared /tmp/mntshared")
+        self.addCleanup(self.try_g, "umount -R /tmp/mntshared")
+        b = self.bundle(cid, QUIET + COUNTER)
+        self.g(f"python3 - <<'E'\nimport json\np='{b}/config.json'\ns=json.load(open(p))\n"
+               "s['mounts'].append({'destination': '/shared', 'type': 'bind', "
+               "'source': '/tmp/mntshared', 'options': ['rbind', 'rw', 'rslave']})\n"
+               "json.dump(s, open(p, 'w'))\nE")
+        self.run_container(cid)
+        self.wait_for_count(cid, 3)
+        self.assertRegex(shared(), r" master:\d+ ")
+        self.checkpoint(cid, "--image-path /tmp/mntslave")
+        stopped = self.counts(cid)
+        self.g(f"{CRX} --debug --log /tmp/mntslave.log restore -d --image-path /tmp/mntslave "
+               f"-b /tmp/b/{cid} {cid}")
+        self.assertIn("CRIU's mount engine CRIU's default", self.g("cat /tmp/mntslave.log"))
+        self.assert_counts_on(cid, stopped)
+        self.assertRegex(shared(), r" master:\d+ ")
+        self.g("mkdir -p /tmp/mntshared/sub && mount -t tmpfs sub /tmp/mntshared/sub")
+        self.assertIn("/shared/sub", [ln.split()[0] for ln in mounts(cid).splitlines()],
+                      "a mount in the guest dir propagates into the restored container")
+
     def test_bad_input_leaves_nothing_behind(self):
         cid = "bad"
         self.bundle(cid, QUIET + COUNTER)

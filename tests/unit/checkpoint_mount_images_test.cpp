@@ -25,18 +25,17 @@ std::string temp_dir() {
 }
 
 // One mount as CRIU 3.17 writes it: crx's fields plus some it does not
-// declare (fstype 1, root 6, sb_flags 17), as raw protobuf.
+// declare (mnt_id 2, mountpoint 7, fstype 1, root 6, sb_flags 17), as raw
+// protobuf.
 std::string mount_entry(uint32_t id, const std::string& at, uint32_t shared, uint32_t master) {
   CrxMntEntry m = CRX_MNT_ENTRY__INIT;
-  m.has_mnt_id = true;
-  m.mnt_id = id;
-  m.mountpoint = const_cast<char*>(at.c_str());
   m.has_shared_id = shared != 0;
   m.shared_id = shared;
   m.has_master_id = master != 0;
   m.master_id = master;
   std::string body(crx_mnt_entry__get_packed_size(&m), '\0');
   crx_mnt_entry__pack(&m, reinterpret_cast<uint8_t*>(body.data()));
+  body += std::string("\x10") + static_cast<char>(id) + "\x3a" + static_cast<char>(at.size()) + at;
   body += std::string("\x08\x05", 2) + "\x32\x01/" + std::string("\x88\x01\x0e", 3);
   return criu_u32(static_cast<uint32_t>(body.size())) + body;
 }

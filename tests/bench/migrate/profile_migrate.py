@@ -23,15 +23,18 @@ sys.dont_write_bytecode = True  # no __pycache__ in the tree
 sys.path.insert(0, HERE)
 import bench_migrate as bm  # noqa: E402
 
-# CRIU's work dirs vanish when crx is done: copy the logs while it runs.
-# Only what changed is copied (test -nt is a shell builtin, a cp per file
-# and round was too slow under TCG to catch the restore's log before its
-# work dir vanished). Every 0.2 s (--copy-every) misses the restore's log
-# of a small container, whose work dir lives ~0.3 s; every 0.01 s catches
-# it, at the cost of more of the guests' CPU.
-KEEP_LOGS = ("while :; do for f in {src}/*/*.log {src}/*.log; do [ -f \"$f\" ] && "
-             "{{ d={dst}/$(echo \"$f\" | tr / _); [ \"$f\" -nt \"$d\" ] && "
-             "cp \"$f\" \"$d\" 2>/dev/null; }}; done; sleep {every}; done")
+# CRIU's work dirs vanish when crx is done: a shell loop in each guest
+# hard-links every log it finds into a dir on the same tmpfs (/run), once
+# per file; the link keeps all that CRIU writes afterwards, and the logs
+# are copied out at the end. (Copying them in the loop, as before, caught
+# the restore's log of a small container, whose work dir lives ~0.3 s,
+# only in part, and only when it ran every 0.01 s.) The loop forks only
+# for a log it has not linked yet: under TCG each fork costs the guest.
+KEEP_LOGS = ("mkdir -p {dst}; seen=; while :; do for f in {src}/*/*.log {src}/*.log; do "
+             "[ -f \"$f\" ] || continue; case \"$seen\" in *\" $f \"*) continue;; esac; "
+             "seen=\"$seen $f \"; IFS=/; set -- ${{f#/run/crx-migrate/}}; IFS=_; n=\"$*\"; "
+             "IFS=' '; ln \"$f\" \"{dst}/$n\"; done; sleep {every}; done")
+LINKS = "/run/crx-profile-logs"
 STAMP = re.compile(r"^\((\d+\.\d+)\)")
 
 
@@ -56,9 +59,8 @@ def main():
     ap.add_argument("--mib", type=int, default=16)
     ap.add_argument("--pre-copy", type=int, default=0)
     ap.add_argument("--gap", type=float, default=0.2)
-    ap.add_argument("--copy-every", type=float, default=0.2,
-                    help="seconds between the guests' copies of CRIU's logs (0.01 catches "
-                         "the restore's log of a small container)")
+    ap.add_argument("--copy-every", type=float, default=0.01,
+                    help="seconds between the guests' looks for new CRIU logs")
     ap.add_argument("--runc", action="store_true", help="also profile the runc way")
     ap.add_argument("--crx-flags", default="")
     ap.add_argument("--libs", type=int, default=0, metavar="N",
@@ -77,15 +79,17 @@ def main():
             bm.sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {bm.KEY} > /tmp/key && "
                          "chmod 600 /tmp/key && mkdir -p /tmp/logs")
         bm.crx_way(tb, crx, 1, "warm", a.pre_copy, a.crx_flags)  # binaries into the page cache
-        keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx-migrate/out-*", dst="/tmp/logs",
+        keep = [tb.spawn(0, KEEP_LOGS.format(src="/run/crx-migrate/out-*", dst=LINKS,
                                                  every=a.copy_every)),
-                tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst="/tmp/logs",
+                tb.spawn(1, KEEP_LOGS.format(src="/run/crx-migrate/*", dst=LINKS,
                                                  every=a.copy_every))]
         time.sleep(1)
         logged = f"{crx} --debug --log /tmp/crx.log" if a.crx_debug else crx
         r = bm.crx_way(tb, logged, a.mib, "prof", a.pre_copy, a.crx_flags)
         for h in keep:
             tb.kill(h)
+        for k in (0, 1):
+            bm.sh(tb, k, f"cp {LINKS}/* /tmp/logs/ && rm -rf {LINKS}")
         print("sender:", bm.phases(r["report"]))
         print("rounds:", r["report"]["rounds"])
         print("receiver:", bm.phases(r["receiver"]))

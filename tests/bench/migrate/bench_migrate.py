@@ -210,17 +210,21 @@ def link_bandwidth(tb, mib=64, tool="sendfile"):
 # frozen window, as before the prepared restore (runtime/migrate/README.md).
 UNPREPARED_CONFIG = "/tmp/unprepared.yaml"
 # ... and for "no-fill": every page copied in by CRIU's restore, before the
-# resume, as before the fill after the resume (runtime/migrate/README.md).
+# resume, as before the fill after the resume (runtime/migrate/README.md);
+# for "fill": the pages filled after the resume whatever the size (crx's
+# default, auto, fills from kFillAfterResumeMinBytes on).
 NO_FILL_CONFIG = "/tmp/no-fill.yaml"
+FILL_CONFIG = "/tmp/fill.yaml"
 
 
-def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=False, fill=True):
+def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=False, fill="auto"):
     set_size(tb, mib, cid)
     before = start_memhog(tb, tb.scratch, cid,
                           f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
     files = mapped_files(tb, crx, cid)
-    config = ("" if prepared and fill else
-              f"--config {UNPREPARED_CONFIG} " if not prepared else f"--config {NO_FILL_CONFIG} ")
+    config = (f"--config {UNPREPARED_CONFIG} " if not prepared else
+              f"--config {NO_FILL_CONFIG} " if fill == "never" else
+              f"--config {FILL_CONFIG} " if fill == "always" else "")
     # TLS by default; clear text on both ends for the "plaintext" way (what
     # the cipher costs under TCG: the runc way's copy is clear text). The
     # shared key authenticates the peers either way.
@@ -321,7 +325,7 @@ def print_criu_table(runs, sizes, floor_runs):
                     f"{med(c.get('restore', 0) for c in fl):.2f} s | "
                     f"{med(c.get('forking', 0) for c in fl):.3f} s |")
     for mib in sizes:
-        for way in ("crx", "base", "unprepared", "no-fill", "plaintext"):
+        for way in ("crx", "base", "unprepared", "no-fill", "fill", "plaintext"):
             cs = [c for c in (criu_times(r["report"]) for r in runs[way].get(mib, [])) if c]
             if not cs:
                 continue
@@ -382,9 +386,11 @@ def print_fill_table(runs, sizes):
     print("| memory | way | downtime | receiver restore (frozen) | fill after the resume | "
           "CRIU's restore | total |")
     print("|---|---|---|---|---|---|---|")
-    for mib, way, rs in runs_by_size(runs, sizes, ("crx", "no-fill")):
+    label = {"crx": "crx's default (auto)", "fill": "filled after the resume (always)",
+             "no-fill": "every page before"}
+    for mib, way, rs in runs_by_size(runs, sizes, ("crx", "fill", "no-fill")):
         cr = [c["restore"] for c in (criu_times(r["report"]) for r in rs) if c]
-        print(f"| {mib} MiB | {'filled after the resume' if way == 'crx' else 'every page before'} | "
+        print(f"| {mib} MiB | {label[way]} | "
               f"{med(r['downtime'] for r in rs):.2f} s | "
               f"{med(phase_seconds(r['receiver'], 'restore') for r in rs):.2f} s | "
               f"{med(phase_seconds(r['report'], 'fill after resume') for r in rs):.2f} s | "
@@ -458,7 +464,8 @@ def main():
     ap.add_argument("--ways", default=None,
                     help="comma-separated ways to interleave (crx, runc, lazy, unprepared: crx "
                          "with migration.prepare_restore false on the receiver, no-fill: crx "
-                         "with migration.fill_after_resume never on the receiver, plaintext: crx "
+                         "with migration.fill_after_resume never on the receiver, fill: crx with "
+                         "it always, plaintext: crx "
                          "with --insecure-plaintext on both ends, base: crx of --base-build); "
                          "default crx,runc,lazy "
                          "(crx,runc with --no-lazy)")
@@ -486,7 +493,7 @@ def main():
     base_crx = os.path.join(os.path.abspath(a.base_build), "crx") if a.base_build else None
     sizes = [int(x) for x in a.sizes.split(",")]
     runs = {"sizes": sizes, "pre_copy": a.pre_copy, "crx_flags": a.crx_flags, "crx": {}, "runc": {},
-            "lazy": {}, "unprepared": {}, "no-fill": {}, "plaintext": {}, "base": {},
+            "lazy": {}, "unprepared": {}, "no-fill": {}, "fill": {}, "plaintext": {}, "base": {},
             "baseline": [],
             "floor": []}
     if base_crx:
@@ -508,6 +515,7 @@ def main():
             sh(tb, k, f"cp -a {b} /tmp/bundle && printf %s {KEY} > /tmp/key && chmod 600 /tmp/key")
         sh(tb, 1, f"printf 'migration:\\n  prepare_restore: false\\n' > {UNPREPARED_CONFIG}")
         sh(tb, 1, f"printf 'migration:\\n  fill_after_resume: never\\n' > {NO_FILL_CONFIG}")
+        sh(tb, 1, f"printf 'migration:\\n  fill_after_resume: always\\n' > {FILL_CONFIG}")
         if a.bandwidth_only:
             for _ in range(2):
                 for tool in ("sendfile", "pipe"):
@@ -549,11 +557,11 @@ def main():
                         detail = (f"[{phases(r['report'])}] lazy {lz.get('seconds', 0):.2f} s: "
                                   f"{lz.get('on_demand_pages', 0)} pages on demand, "
                                   f"{lz.get('pushed_pages', 0)} pushed")
-                    elif way in ("crx", "unprepared", "no-fill", "plaintext", "base"):
+                    elif way in ("crx", "unprepared", "no-fill", "fill", "plaintext", "base"):
                         r = crx_way(tb, base_crx if way == "base" else crx, mib, cid, a.pre_copy,
                                     a.crx_flags,
                                     prepared=way != "unprepared", plaintext=way == "plaintext",
-                                    fill=way != "no-fill")
+                                    fill={"no-fill": "never", "fill": "always"}.get(way, "auto"))
                         detail = (f"[{phases(r['report'])}] rounds " +
                                   ", ".join(f"{x['page_bytes'] >> 10} KiB"
                                             for x in r["report"]["rounds"]) +
@@ -579,7 +587,7 @@ def main():
         plot(runs, a.plot)
 
 
-WAYS = ("crx", "base", "unprepared", "no-fill", "plaintext", "lazy", "runc")
+WAYS = ("crx", "base", "unprepared", "no-fill", "fill", "plaintext", "lazy", "runc")
 
 
 def load_runs(path):
@@ -610,7 +618,7 @@ def report(runs):
           f"{runs['crx_flags']}\n")
     if runs["unprepared"]:
         print_prepared_table(runs, sizes)
-    if runs.get("no-fill"):
+    if runs.get("no-fill") or runs.get("fill"):
         print_fill_table(runs, sizes)
     if runs["plaintext"]:
         print_plaintext_table(runs, sizes)
@@ -625,7 +633,7 @@ def report(runs):
               f"{med(r['restore'] for r in runs['floor']):.2f} s)")
     print()
     print_criu_table(runs, sizes, runs.get("floor") or [])
-    for way in ("crx", "base", "unprepared", "no-fill"):
+    for way in ("crx", "base", "unprepared", "no-fill", "fill"):
         if floor is not None and runs[way].get(sizes[0]):
             d = med(r["downtime"] for r in runs[way][sizes[0]])
             print(f"{sizes[0]} MiB {way}: downtime {d:.2f} s = {d / floor:.2f} x the floor "
@@ -675,6 +683,7 @@ def plot(runs, path):
              "plaintext": "crx, clear text (--insecure-plaintext)",
              "base": "crx of --base-build",
              "no-fill": "crx, every page before the resume",
+             "fill": "crx, pages filled after the resume",
              "lazy": "crx --lazy (post-copy)", "runc": "runc way"}
     fig, axes = plt.subplots(1, 2, figsize=(12, 5))
     for ax, key, title in ((axes[0], "downtime", "downtime"), (axes[1], "total", "total")):

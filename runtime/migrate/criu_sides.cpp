@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -740,16 +741,52 @@ std::unique_ptr<LazyPages> CriuDestination::start_lazy_pages(const std::string& 
                                          std::chrono::seconds(30));
 }
 
+namespace {
+
+// The daemon of a fill, started before the final images came: the view
+// dir it reads, made for it with the FIFO it waits on (CriuLazyPages::Gated).
+struct CriuReadyFill : ReadyFill {
+  std::string view;
+  std::unique_ptr<CriuLazyPages> daemon;
+};
+
+// The daemon's view of a round sits beside it, in the session dir.
+std::string fill_view(const std::string& round_dir) { return round_dir + ".fill"; }
+
+constexpr std::chrono::seconds kFillDaemonStart(30);
+
+}  // namespace
+
+std::unique_ptr<ReadyFill> CriuDestination::prepare_fill(const std::string& round_dir,
+                                                         const std::string& work_dir) {
+  auto r = std::make_unique<CriuReadyFill>();
+  r->view = fill_view(round_dir);
+  mkdir_p(r->view, 0700);
+  const std::string gate = r->view + "/" + CriuLazyPages::kGate;
+  if (::mkfifo(gate.c_str(), 0600) != 0) throw_errno("mkfifo " + gate);
+  r->daemon =
+      std::make_unique<CriuLazyPages>(CriuLazyPages::Gated{}, r->view, work_dir, kFillDaemonStart);
+  log::debug("criu lazy-pages started ahead of the final images, waiting on " + gate);
+  return r;
+}
+
 std::unique_ptr<LazyPages> CriuDestination::start_fill(const std::string& round_dir,
                                                        const std::string& work_dir,
-                                                       uint64_t min_bytes) {
-  // The daemon's view of the round sits beside it, in the session dir.
-  std::string view = round_dir + ".fill";
+                                                       uint64_t min_bytes,
+                                                       std::unique_ptr<ReadyFill> ahead) {
+  const std::string view = fill_view(round_dir);
+  // A view made ahead keeps its FIFO: plan_fill_after_resume() leaves a
+  // name the view has already.
   FillPlan plan = plan_fill_after_resume(round_dir, view,
                                          (min_bytes + kLazyPageSize - 1) / kLazyPageSize);
-  if (plan.pages == 0) return nullptr;
+  if (plan.pages == 0) return nullptr;  // and a daemon readied ahead is killed
   log::debug("filling " + std::to_string(plan.pages) + " pages after the resume");
-  return std::make_unique<CriuLazyPages>(view, work_dir, UniqueFd(), std::chrono::seconds(30));
+  auto* ready = dynamic_cast<CriuReadyFill*>(ahead.get());
+  if (ready && ready->view == view) {
+    ready->daemon->open_gate(round_dir + "/" + CriuLazyPages::kGate, kFillDaemonStart);
+    return std::move(ready->daemon);
+  }
+  return std::make_unique<CriuLazyPages>(view, work_dir, UniqueFd(), kFillDaemonStart);
 }
 
 std::unique_ptr<PreparedRestore> CriuDestination::prepare_restore(const Manifest& m,

@@ -204,9 +204,14 @@ class CriuDestination : public DestinationSide {
   std::unique_ptr<PageSink> start_page_server(const std::string& round_dir, UniqueFd channel,
                                               bool zero_runs) override;
   bool can_fill_after_resume() override;
-  // `criu lazy-pages` on the final round's images (lazy_pages.hpp).
+  // `criu lazy-pages` on a view of the final round (fill_plan.hpp,
+  // lazy_pages.hpp), started gated on the view's pstree.img by
+  // prepare_fill() and let go by start_fill().
+  std::unique_ptr<ReadyFill> prepare_fill(const std::string& round_dir,
+                                          const std::string& work_dir) override;
   std::unique_ptr<LazyPages> start_fill(const std::string& round_dir, const std::string& work_dir,
-                                        uint64_t min_bytes) override;
+                                        uint64_t min_bytes,
+                                        std::unique_ptr<ReadyFill> ahead) override;
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                               const std::string& work_dir,
                                               UniqueFd channel) override;

@@ -176,7 +176,11 @@ FillPlan plan_fill_after_resume(const std::string& final_dir, const std::string&
   for (const auto& ent : fs::directory_iterator(chain[0])) {
     std::string n = ent.path().filename().string();
     if (n == "parent" || n.rfind("pages-", 0) == 0 || n.rfind("pagemap-", 0) == 0) continue;
-    fs::create_symlink(ent.path(), fs::path(view_dir) / n);
+    // A name the view has already stays: the FIFO of a daemon started
+    // before the images came (CriuLazyPages::Gated), fed by its caller.
+    fs::path link = fs::path(view_dir) / n;
+    if (fs::exists(fs::symlink_status(link))) continue;
+    fs::create_symlink(ent.path(), link);
   }
   for (const auto& t : tasks) {
     ck::write_pagemap(view_dir + "/" + t.name, t.view_map);

@@ -90,12 +90,26 @@ CriuLazyPages::CriuLazyPages(const std::string& images_dir, const std::string& w
                                          PageRelay::OnEnd::Hold);
     channel = relay_->take_peer_end();
   }
+  spawn_daemon(images_dir, std::move(channel));
+  wait_listening(start_timeout);
+}
+
+CriuLazyPages::CriuLazyPages(Gated, const std::string& images_dir, const std::string& work_dir,
+                             std::chrono::milliseconds start_timeout)
+    : work_dir_(work_dir) {
+  mkdir_p(work_dir, 0700);
+  spawn_daemon(images_dir, UniqueFd());
+  hold_gate(images_dir + "/" + kGate, start_timeout);
+}
+
+void CriuLazyPages::spawn_daemon(const std::string& images_dir, UniqueFd channel) {
   // The daemon writes one byte here once it listens for the restore.
   int sp[2];
   if (::pipe2(sp, O_CLOEXEC) != 0) throw_errno("pipe for criu lazy-pages' status");
-  UniqueFd status_r(sp[0]), status_w(sp[1]);
+  UniqueFd status_w(sp[1]);
+  status_.reset(sp[0]);
   std::vector<std::string> argv{checkpoint::criu_binary(), "lazy-pages", "--images-dir", images_dir,
-                                "--work-dir", work_dir, "--status-fd",
+                                "--work-dir", work_dir_, "--status-fd",
                                 std::to_string(status_w.get()), "--log-file", kLogName, "-v4"};
   std::vector<int> keep{status_w.get()};
   // Without a channel the daemon reads the pages images in images_dir:
@@ -106,15 +120,65 @@ CriuLazyPages::CriuLazyPages(const std::string& images_dir, const std::string& w
     keep.push_back(channel.get());
   }
   child_ = spawn(argv, {.keep_fds = keep, .quiet = true});
-  status_w.reset();
-  pollfd pfd{status_r.get(), POLLIN, 0};
-  int n = retry_eintr([&] { return ::poll(&pfd, 1, static_cast<int>(start_timeout.count())); });
+}
+
+void CriuLazyPages::wait_listening(std::chrono::milliseconds timeout) {
+  pollfd pfd{status_.get(), POLLIN, 0};
+  int n = retry_eintr([&] { return ::poll(&pfd, 1, static_cast<int>(timeout.count())); });
   char c = 1;
-  if (n <= 0 || ::read(status_r.get(), &c, 1) != 1) {
+  if (n <= 0 || ::read(status_.get(), &c, 1) != 1) {
     child_.kill_and_wait();
     std::string tail = log_tail();
     throw Error("criu lazy-pages did not start" + (tail.empty() ? "" : ": " + tail));
   }
+  status_.reset();
+}
+
+void CriuLazyPages::hold_gate(const std::string& gate, std::chrono::milliseconds timeout) {
+  using Clock = std::chrono::steady_clock;
+  const auto until = Clock::now() + timeout;
+  // A blocking open would wait for ever on a daemon that died before its
+  // own; a non-blocking one fails with ENXIO until the daemon has it open.
+  // Once this end is open, the daemon's open returns and it waits in its
+  // first read instead.
+  for (;;) {
+    gate_.reset(::open(gate.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+    if (gate_) break;
+    if (errno != ENXIO) throw_errno("opening " + gate + " for criu lazy-pages");
+    int status = 0;
+    if (child_.try_wait(&status)) {
+      std::string tail = log_tail();
+      throw Error("criu lazy-pages " + describe_wait_status(status) + " before its images came" +
+                  (tail.empty() ? "" : ": " + tail));
+    }
+    if (Clock::now() > until) {
+      child_.kill_and_wait();
+      throw Error("criu lazy-pages did not open " + gate + " within " +
+                      std::to_string(timeout.count()) + " ms",
+                  Cause::TimedOut);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  int flags = ::fcntl(gate_.get(), F_GETFL);
+  if (flags < 0 || ::fcntl(gate_.get(), F_SETFL, flags & ~O_NONBLOCK) != 0)
+    throw_errno("making " + gate + " blocking");
+}
+
+void CriuLazyPages::open_gate(const std::string& image, std::chrono::milliseconds timeout) {
+  if (!gate_) throw Error("criu lazy-pages is not waiting on a gate", Cause::Invalid);
+  const std::string data = read_file(image);
+  for (size_t off = 0; off < data.size();) {
+    ssize_t n = retry_eintr([&] { return ::write(gate_.get(), data.data() + off, data.size() - off); });
+    if (n <= 0) {
+      int e = errno;
+      child_.kill_and_wait();
+      errno = e;
+      throw_errno("writing " + image + " to criu lazy-pages");
+    }
+    off += static_cast<size_t>(n);
+  }
+  gate_.reset();  // the end of the image
+  wait_listening(timeout);
 }
 
 CriuLazyPages::~CriuLazyPages() {

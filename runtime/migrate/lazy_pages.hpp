@@ -43,13 +43,39 @@ class CriuLazyPages : public LazyPages {
   // the tail of its log when it does not start.
   CriuLazyPages(const std::string& images_dir, const std::string& work_dir, UniqueFd channel,
                 std::chrono::milliseconds start_timeout);
+  // Starts the daemon on images_dir before its images are there, and
+  // returns once it waits for them: images_dir must hold a FIFO named
+  // inventory.img (kGate), the first image CRIU 3.17's daemon reads
+  // (cr_lazy_pages(), prepare_dummy_pstree(): check_img_inventory()); this
+  // object holds the FIFO's writing end and the daemon waits in its first
+  // read until open_gate(). Its start (the exec, CRIU's libraries,
+  // kerndat) is then over before the images arrive. Its pages are
+  // images_dir's. Throws Error, nothing left, when it does not get there
+  // within start_timeout.
+  struct Gated {};
+  CriuLazyPages(Gated, const std::string& images_dir, const std::string& work_dir,
+                std::chrono::milliseconds start_timeout);
   ~CriuLazyPages() override;
+  // Gated: the rest of images_dir is in place; writes the file `image`
+  // (the round's inventory.img) into the FIFO, closes it and returns once
+  // the daemon listens (as the first constructor). Throws Error, the
+  // daemon killed, when it does not get that far within timeout.
+  void open_gate(const std::string& image, std::chrono::milliseconds timeout);
   LazyStats wait(std::chrono::milliseconds timeout) override;
 
+  static constexpr const char* kGate = "inventory.img";
+
  private:
+  void spawn_daemon(const std::string& images_dir, UniqueFd channel);
+  // Until the daemon has `gate` open: then gate_ is its writing end.
+  void hold_gate(const std::string& gate, std::chrono::milliseconds timeout);
+  // Until the daemon's status byte (it listens), or throws with its log.
+  void wait_listening(std::chrono::milliseconds timeout);
   std::string log_tail() const;
   std::string work_dir_;
+  UniqueFd gate_;  // Gated: the FIFO's writing end, until open_gate()
   std::unique_ptr<PageRelay> relay_;  // kernel TLS only
+  UniqueFd status_;  // the daemon writes a byte here once it listens
   ChildProcess child_;
 };
 

@@ -109,6 +109,7 @@ class Receiver {
     }
     clock_.end();
     lazy_pages_.reset();
+    ready_fill_.reset();  // a daemon readied for a fill that never came
     page_sink_.reset();
     // Restored: nothing left to release. Not: its cgroup, mounts, state
     // dir and waiting criu go, before the work dir below them does.
@@ -179,6 +180,8 @@ class Receiver {
                        : ahead       ? "open final round"
                                      : "checkpoint+transfer");
           round_t0 = Clock::now();
+          // Before the page server's ready, which lets the sender freeze.
+          if (ahead) ready_fill(dir_ + "/" + std::to_string(round->round));
           start_round(*round);
           break;
         }
@@ -298,23 +301,46 @@ class Receiver {
     conn_.send(FrameType::LazyDone, to_json(s));
   }
 
+  // The least memory to fill after the resume, and whether the rounds so
+  // far brought that much: the pages to fill hold the first round's data,
+  // so its pages images bound them.
+  uint64_t fill_min_bytes() const {
+    return o_.fill_after_resume == FillAfterResume::Always ? 1 : kFillAfterResumeMinBytes;
+  }
+  bool may_fill_rounds() const {
+    return may_fill_after_resume_ && !rep_.rounds.empty() &&
+           rep_.rounds.front().page_bytes >= fill_min_bytes();
+  }
+
+  // The final round opens before the freeze: what the fill can ready
+  // without its images (the lazy-pages daemon's start, 0.1-0.2 s of a
+  // guest's window) is done now, and plan_fill() decides. A failure here
+  // costs only that head start.
+  void ready_fill(const std::string& round_dir) {
+    if (!may_fill_rounds()) return;
+    try {
+      ready_fill_ = dest_.prepare_fill(round_dir, work_dir());
+    } catch (const std::exception& e) {
+      log::warn(std::string("the fill after the resume is not readied ahead: ") + e.what());
+    }
+  }
+
   // Leaves the pages the rounds brought to a lazy-pages daemon here, to be
   // filled after the resume, when there are enough of them that CRIU's
   // copy in the window costs more than the daemon's start. A plan that
   // fails costs only that: images it rewrote restore as well with every
   // page copied in (fill_plan.hpp).
   void plan_fill(const std::string& images_dir) {
-    if (!may_fill_after_resume_) return;
+    // What was readied goes with this call, used or not.
+    std::unique_ptr<ReadyFill> ahead = std::move(ready_fill_);
+    // Below the minimum, the plan (which reads every round's pagemaps, in
+    // the frozen window) cannot find enough.
+    if (!may_fill_rounds()) return;
     // Verbs objects made since the manifest, which listed none: their
     // pinned memory must be in place before the resume, as for --lazy.
     if (path_exists(images_dir + "/" + rdma::kVerbsDumpFile)) return;
-    uint64_t min = o_.fill_after_resume == FillAfterResume::Always ? 1 : kFillAfterResumeMinBytes;
-    // The pages to fill hold the first round's data, so its pages images
-    // bound them: below the minimum, the plan (which reads every round's
-    // pagemaps, in the frozen window) cannot find enough.
-    if (rep_.rounds.empty() || rep_.rounds.front().page_bytes < min) return;
     try {
-      lazy_pages_ = dest_.start_fill(images_dir, work_dir(), min);
+      lazy_pages_ = dest_.start_fill(images_dir, work_dir(), fill_min_bytes(), std::move(ahead));
     } catch (const std::exception& e) {
       log::warn(std::string("restoring every page before the resume: ") + e.what());
     }
@@ -425,6 +451,7 @@ class Receiver {
   bool lazy_phase_ = false;  // resumed here, memory still coming
   bool may_fill_after_resume_ = false;  // what the sender and this host allow
   bool filling_ = false;                // this restore's pages come after the resume
+  std::unique_ptr<ReadyFill> ready_fill_;  // readied when the final round opened
   std::unique_ptr<PageSink> page_sink_;
   uint64_t page_sink_seen_ = 0;  // bytes_so_far() at the last time-out
   std::unique_ptr<PreparedRestore> prepared_;  // from the Accept (or the restore) on

@@ -76,6 +76,13 @@ class LazyPages {
   virtual LazyStats wait(std::chrono::milliseconds timeout) = 0;
 };
 
+// What DestinationSide::prepare_fill() readied for start_fill() before the
+// final images came; destroying it undoes it (a daemon started is killed).
+class ReadyFill {
+ public:
+  virtual ~ReadyFill() = default;
+};
+
 // How the final dump takes the pages CRIU finds unchanged since the
 // previous round (their soft-dirty bit clear).
 enum class ParentPages {
@@ -220,14 +227,21 @@ class DestinationSide {
   virtual std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                                       const std::string& work_dir,
                                                       UniqueFd channel) = 0;
+  // Filled after the resume, readied ahead: called when the final round
+  // opens before the freeze, for the round dir start_fill() will get. What
+  // can be done without the final images (the daemon started and waiting
+  // for them) is done here and handed to start_fill(); nullptr: nothing.
+  virtual std::unique_ptr<ReadyFill> prepare_fill(const std::string& round_dir,
+                                                  const std::string& work_dir) = 0;
   // Filled after the resume: decides which of the final round's pages the
   // restore leaves to a lazy-pages daemon here, with the pages the rounds
   // brought (fill_plan.hpp), and starts that daemon as start_lazy_pages
-  // does. nullptr, with nothing changed, when that would be less than
+  // does, or lets the one prepare_fill() readied go on (`ahead`, may be
+  // null). nullptr, with nothing changed, when that would be less than
   // min_bytes: the restore then copies every page itself.
   virtual std::unique_ptr<LazyPages> start_fill(const std::string& round_dir,
-                                                const std::string& work_dir,
-                                                uint64_t min_bytes) = 0;
+                                                const std::string& work_dir, uint64_t min_bytes,
+                                                std::unique_ptr<ReadyFill> ahead) = 0;
 };
 
 }  // namespace crx::migrate

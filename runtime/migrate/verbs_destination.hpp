@@ -31,9 +31,14 @@ class VerbsDestination : public DestinationSide {
   // containers (receiver.cpp) before this; forwarded for every other
   // container that comes through here.
   bool can_fill_after_resume() override { return inner_.can_fill_after_resume(); }
+  std::unique_ptr<ReadyFill> prepare_fill(const std::string& round_dir,
+                                          const std::string& work_dir) override {
+    return inner_.prepare_fill(round_dir, work_dir);
+  }
   std::unique_ptr<LazyPages> start_fill(const std::string& round_dir, const std::string& work_dir,
-                                        uint64_t min_bytes) override {
-    return inner_.start_fill(round_dir, work_dir, min_bytes);
+                                        uint64_t min_bytes,
+                                        std::unique_ptr<ReadyFill> ahead) override {
+    return inner_.start_fill(round_dir, work_dir, min_bytes, std::move(ahead));
   }
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string& round_dir,
                                               const std::string& work_dir,

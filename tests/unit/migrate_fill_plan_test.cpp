@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -121,6 +122,21 @@ TEST(FillPlan, LeavesThePagesWhoseDataIsTheFirstRoundsAndLazyToTheDaemon) {
   EXPECT_TRUE(fs::is_symlink(r.view + "/mm-1.img"));
   EXPECT_FALSE(fs::exists(fs::symlink_status(r.view + "/parent")));  // no parent to read through
   EXPECT_FALSE(fs::exists(fs::symlink_status(r.view + "/pages-31.img")));
+}
+
+TEST(FillPlan, ANameTheViewHasAlreadyStays) {
+  // A daemon started before the images came waits on a FIFO in its view
+  // (criu_sides.cpp, prepare_fill); the plan links everything else.
+  namespace fs = std::filesystem;
+  Rounds r;
+  crx::write_file(r.final_dir + "/inventory.img", "inventory");
+  crx::mkdir_p(r.view, 0700);
+  ASSERT_EQ(::mkfifo((r.view + "/inventory.img").c_str(), 0600), 0);
+  EXPECT_EQ(plan_fill_after_resume(r.final_dir, r.view, 1).pages, 6u);
+  struct stat st{};
+  ASSERT_EQ(::lstat((r.view + "/inventory.img").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  EXPECT_TRUE(fs::is_symlink(r.view + "/core-1.img"));
 }
 
 TEST(FillPlan, ChangesNothingBelowItsMinimum) {

@@ -344,16 +344,36 @@ struct FakeDestination : DestinationSide {
   bool fail_plan = false;        // the fill's plan cannot read the images
   int restores_without_pages = 0;  // restore_pages_lazily() before run()
   std::vector<std::string> fill_dirs;  // start_fill's round dirs
+  std::vector<std::string> ready_dirs;  // prepare_fill's
+  std::vector<bool> fill_aheads;        // whether start_fill got what prepare_fill readied
   std::map<std::string, std::string> net_sysctls_set;  // by set_net_sysctls
   bool fail_net_sysctls = false;                        // which then throws
   bool can_fill_after_resume() override { return can_fill; }
+  // What prepare_fill() readies: dropped unused, it says so.
+  struct FakeReadyFill : ReadyFill {
+    Events* events = nullptr;
+    bool used = false;
+    ~FakeReadyFill() override {
+      if (!used && events) events->add("readied fill dropped");
+    }
+  };
+  std::unique_ptr<ReadyFill> prepare_fill(const std::string& dir, const std::string& work) override {
+    EXPECT_EQ(work, work_dir);
+    ready_dirs.push_back(dir);
+    if (events) events->add("fill readied");
+    auto r = std::make_unique<FakeReadyFill>();
+    r->events = events;
+    return r;
+  }
   // The fill's plan left lazy_bytes to the daemon, or nothing below min.
   std::unique_ptr<LazyPages> start_fill(const std::string& dir, const std::string& work,
-                                        uint64_t min_bytes) override {
+                                        uint64_t min_bytes, std::unique_ptr<ReadyFill> ahead) override {
     EXPECT_EQ(work, work_dir);  // the daemon listens where the restore looks
     fill_dirs.push_back(dir);
+    fill_aheads.push_back(ahead != nullptr);
     if (fail_plan) throw crx::Error("CRIU's image pagemap-1.img: a truncated entry", crx::Cause::Invalid);
     if (lazy_bytes < min_bytes) return nullptr;
+    if (ahead) static_cast<FakeReadyFill&>(*ahead).used = true;
     return std::make_unique<FakeLazyPages>(crx::UniqueFd(), lazy_bytes, fail_lazy, *events);
   }
 
@@ -1614,6 +1634,11 @@ TEST(MigrateFillAfterResume, TheSourceGoesOnlyOnceTheDestinationFilledTheMemory)
   ASSERT_EQ(h.dst.fill_dirs.size(), 1u);
   EXPECT_EQ(h.dst.fill_dirs[0], h.dst.session_dir + "/2");
   EXPECT_EQ(h.dst.parent_link, "../1");
+  // Its daemon was readied for that round before the freeze, and used.
+  EXPECT_EQ(h.dst.ready_dirs, std::vector<std::string>{h.dst.session_dir + "/2"});
+  EXPECT_EQ(h.dst.fill_aheads, std::vector<bool>{true});
+  EXPECT_LT(h.events.at("fill readied"), h.events.at("source frozen"));
+  EXPECT_EQ(h.events.at("readied fill dropped"), -1);
   EXPECT_LT(h.events.at("restore leaves the pages to the daemon"),
             h.events.at("destination resumed"));
   EXPECT_LT(h.events.at("destination resumed"), h.events.at("destination has every page"));
@@ -1677,6 +1702,8 @@ TEST(MigrateFillAfterResume, EveryPageBeforeTheResumeWhenTheFillDoesNotApply) {
     EXPECT_FALSE(r.sender.fill) << why;
     EXPECT_FALSE(r.receiver.fill) << why;
     EXPECT_EQ(h.src.destroys, 1) << why;
+    // What was readied before the freeze went unused, and was dropped.
+    EXPECT_EQ(h.events.at("fill readied") >= 0, h.events.at("readied fill dropped") >= 0) << why;
     return h.dst.fill_dirs.size();
   };
   auto as_is = [](Harness&) {};
@@ -1713,6 +1740,32 @@ TEST(MigrateFillAfterResume, EveryPageBeforeTheResumeWhenTheFillDoesNotApply) {
   EXPECT_EQ(every_page_first(FillAfterResume::Always, "a plan that fails",
                              [](Harness& h) { h.dst.fail_plan = true; }),
             1u);
+}
+
+TEST(MigrateFillAfterResume, WhatWasReadiedGoesWithARollback) {
+  // The final round opened, the fill readied for it, then the final dump
+  // fails: the receiver drops it with the session.
+  Harness h;
+  h.pre_copy = 1;
+  h.fill = FillAfterResume::Always;
+  h.src.fail_dump = true;
+  Outcome r = h.run();
+  EXPECT_EQ(r.sender.outcome, "rolled back") << r.sender.error;
+  EXPECT_EQ(h.dst.ready_dirs.size(), 1u);
+  EXPECT_GE(h.events.at("readied fill dropped"), 0);
+  EXPECT_EQ(h.src.resumes, 1);
+}
+
+TEST(MigrateFillAfterResume, NothingIsReadiedWhereTheFillCannotApply) {
+  // Little memory under auto, or the fill off: no daemon started ahead.
+  for (FillAfterResume fill : {FillAfterResume::Auto, FillAfterResume::Never}) {
+    Harness h;
+    h.pre_copy = 1;
+    h.fill = fill;
+    Outcome r = h.run();
+    EXPECT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+    EXPECT_TRUE(h.dst.ready_dirs.empty());
+  }
 }
 
 TEST(MigrateFillAfterResume, NegotiationFields) {

@@ -131,8 +131,14 @@ struct NothingPrepared : crx::migrate::PreparedRestore {
 
 struct FakeDestination : DestinationSide {
   bool can_fill_after_resume() override { return true; }  // and yet (NothingPrepared)
+  std::unique_ptr<crx::migrate::ReadyFill> prepare_fill(const std::string&,
+                                                        const std::string&) override {
+    ADD_FAILURE() << "a fill readied for verbs objects";
+    return nullptr;
+  }
   std::unique_ptr<crx::migrate::LazyPages> start_fill(const std::string&, const std::string&,
-                                                      uint64_t) override {
+                                                      uint64_t,
+                                                      std::unique_ptr<crx::migrate::ReadyFill>) override {
     ADD_FAILURE() << "a fill planned for verbs objects";
     return nullptr;
   }

@@ -315,9 +315,10 @@ class Receiver {
   // The final round opens before the freeze: what the fill can ready
   // without its images (the lazy-pages daemon's start, 0.1-0.2 s of a
   // guest's window) is done now, and plan_fill() decides. A failure here
-  // costs only that head start.
+  // costs only that head start. Only beside a prepared restore, whose work
+  // dir the daemon listens in (without one, all of it is in the window).
   void ready_fill(const std::string& round_dir) {
-    if (!may_fill_rounds()) return;
+    if (!prepared_ || !may_fill_rounds()) return;
     try {
       ready_fill_ = dest_.prepare_fill(round_dir, work_dir());
     } catch (const std::exception& e) {

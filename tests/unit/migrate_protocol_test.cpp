@@ -1707,9 +1707,13 @@ TEST(MigrateFillAfterResume, EveryPageBeforeTheResumeWhenTheFillDoesNotApply) {
     return h.dst.fill_dirs.size();
   };
   auto as_is = [](Harness&) {};
-  // auto: the first round brought 8 MiB, under kFillAfterResumeMinBytes;
-  // no plan is made.
-  EXPECT_EQ(every_page_first(FillAfterResume::Auto, "auto, little memory", as_is), 0u);
+  // auto: the first round brought less than kFillAfterResumeMinBytes; no
+  // plan is made.
+  EXPECT_EQ(every_page_first(FillAfterResume::Auto, "auto, little memory",
+                             [](Harness& h) {
+                               h.src.round_bytes = {kFillAfterResumeMinBytes / 2, 1 << 20};
+                             }),
+            0u);
   // auto: the first round brought enough, but the plan leaves only 1 MiB.
   EXPECT_EQ(every_page_first(FillAfterResume::Auto, "auto, little to fill",
                              [](Harness& h) {
@@ -1762,6 +1766,7 @@ TEST(MigrateFillAfterResume, NothingIsReadiedWhereTheFillCannotApply) {
     Harness h;
     h.pre_copy = 1;
     h.fill = fill;
+    h.src.round_bytes = {kFillAfterResumeMinBytes / 2, 1 << 20};
     Outcome r = h.run();
     EXPECT_EQ(r.sender.outcome, "migrated") << r.sender.error;
     EXPECT_TRUE(h.dst.ready_dirs.empty());

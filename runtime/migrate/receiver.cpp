@@ -326,11 +326,12 @@ class Receiver {
     }
   }
 
-  // Leaves the pages the rounds brought to a lazy-pages daemon here, to be
-  // filled after the resume, when there are enough of them that CRIU's
-  // copy in the window costs more than the daemon's start. A plan that
-  // fails costs only that: images it rewrote restore as well with every
-  // page copied in (fill_plan.hpp).
+  // Leaves the pages the rounds brought to a lazy-pages daemon here (the
+  // one ready_fill() started, if any), to be filled after the resume, when
+  // there are enough of them that CRIU's copy in the window costs more
+  // than what the fill adds to it. A plan that fails costs only that:
+  // images it rewrote restore as well with every page copied in
+  // (fill_plan.hpp).
   void plan_fill(const std::string& images_dir) {
     // What was readied goes with this call, used or not.
     std::unique_ptr<ReadyFill> ahead = std::move(ready_fill_);

@@ -9,7 +9,7 @@ guests some CPU: use this for where the time goes, bench_migrate.py for
 how long.
 
 Usage: tests/bench/migrate/profile_migrate.py [--mib 16] [--pre-copy 0]
-           [--build DIR] [--gap 0.2] [--copy-every 0.2] [--runc] [--keep DIR] [--libs N]
+           [--build DIR] [--gap 0.2] [--copy-every 0.01] [--runc] [--keep DIR] [--libs N]
 """
 import argparse
 import os

@@ -59,6 +59,9 @@ struct Frame {
 };
 
 inline constexpr size_t kFrameHeaderSize = 16;
+// A payload up to this size is sent with its header in one write (one TLS
+// record: 16 KiB of plaintext at most); a larger one is not copied.
+inline constexpr size_t kOneWriteFrame = 16384 - kFrameHeaderSize;
 inline constexpr uint32_t kFrameMagic = 0x4352584d;  // "CRXM"
 inline constexpr uint8_t kFrameVersion = 1;
 inline constexpr size_t kDefaultMaxFrame = 4 * 1024 * 1024;

@@ -141,6 +141,29 @@ TEST(MigrateFrame, ExpectTurnsPeerErrorsIntoExceptionsAndNamesWrongTypes) {
   }
 }
 
+// Over a SOCK_SEQPACKET pair every write is a message of its own: what
+// one recv() returns is what one write sent (under TLS, one record).
+TEST(MigrateFrame, ASmallFrameLeavesInOneWriteALargeOneInTwo) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  crx::UniqueFd raw(sv[1]);
+  FrameConn a(crx::UniqueFd(sv[0]), "a");
+  const size_t header = crx::migrate::kFrameHeaderSize;
+  std::string buf(crx::migrate::kOneWriteFrame + 2 * header, '\0');
+  auto next_write = [&] { return ::recv(raw.get(), buf.data(), buf.size(), 0); };
+
+  a.send(FrameType::ImageClose, std::string(300, 'x'));
+  EXPECT_EQ(next_write(), static_cast<ssize_t>(header + 300));
+  a.send(FrameType::Commit);
+  EXPECT_EQ(next_write(), static_cast<ssize_t>(header));
+  a.send(FrameType::ImageData, std::string(crx::migrate::kOneWriteFrame, 'y'));
+  EXPECT_EQ(next_write(), static_cast<ssize_t>(header + crx::migrate::kOneWriteFrame));
+
+  a.send(FrameType::ImageData, std::string(crx::migrate::kOneWriteFrame + 1, 'z'));
+  EXPECT_EQ(next_write(), static_cast<ssize_t>(header));
+  EXPECT_EQ(next_write(), static_cast<ssize_t>(crx::migrate::kOneWriteFrame + 1));
+}
+
 TEST(MigrateFrame, Crc32MatchesTheStandardCheckValue) {
   EXPECT_EQ(crx::migrate::crc32("123456789"), 0xCBF43926u);
 }

@@ -9,7 +9,10 @@
 //                                                    connection, own auth)
 //     S: ImageData/ImageClose/ImageSymlink*  (as CRIU writes them)
 //     S: RoundDone         R: RoundAck{page_bytes}
-//   S: DumpDone            R: RestoreOk    (restored, held before resume)
+//   S: DumpDone            R: RestoreOk    (restored, held before resume;
+//                                           the sender sends DumpDone right
+//                                           after the final RoundDone, the
+//                                           receiver answers both in turn)
 //   S: Commit              R: CommitAck    (running on the destination)
 //   Either side may send Error/Abort at any point: everything rolls back.
 //

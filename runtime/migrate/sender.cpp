@@ -228,7 +228,6 @@ class Sender {
       if (s > 0) r.dirty_rate = r.page_bytes / s;
     }
     rep_.rounds.push_back(r);
-    conn_->send(FrameType::DumpDone);
     if (late_state_) {
       // While the destination restores: what the dump left to read, on a
       // vCPU that would idle otherwise.
@@ -387,6 +386,11 @@ class Sender {
     log::debug("migrate: round " + std::to_string(start.round) + ": " +
                std::to_string(r.image_bytes) + " bytes of images sent");
     conn_->send(FrameType::RoundDone, to_json(RoundDone{r.image_bytes, criu_s}));
+    // The final round's DumpDone follows at once, not after the ack: the
+    // receiver reads it next either way, and its restore then starts one
+    // round trip sooner in the frozen window. A round it finds incomplete
+    // still fails there, and the ack's place says so.
+    if (final) conn_->send(FrameType::DumpDone);
     r.page_bytes = parse_round_ack(conn_->expect(FrameType::RoundAck).payload).page_bytes;
     log::debug("migrate: round " + std::to_string(start.round) + " acknowledged");
     r.seconds = seconds_since(open.t0);

@@ -1350,6 +1350,58 @@ TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   crx::remove_tree(root);
 }
 
+// The final round's DumpDone follows its RoundDone without waiting for the
+// RoundAck (one round trip less in the frozen window). A receiver that
+// waits for it before acknowledging gets it; one that then refuses the
+// round still makes the sender roll back.
+TEST(MigrateProtocol, TheFinalDumpDoneComesBeforeTheRoundAck) {
+  for (bool refuse : {false, true}) {
+    SCOPED_TRACE(refuse ? "the round refused" : "the round acknowledged");
+    std::string root = temp_dir();
+    auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
+    TcpListener listener(parse_host_port("127.0.0.1:0"));
+    auto receiver = std::async(std::launch::async, [&] {
+      FrameConn c(listener.accept(10s), "sender");
+      c.set_timeout(10s);
+      authenticate_as_server(c, key, crx::test::protocol_test_wire());
+      Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
+      c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
+      c.expect(FrameType::RoundStart);
+      c.send(FrameType::PageServerReady);
+      FrameConn pages(listener.accept(10s), "pages");
+      authenticate_as_server(pages, key, crx::test::protocol_test_wire());
+      crx::UniqueFd page_fd = pages.release_fd();
+      char buf[65536];
+      while (::read(page_fd.get(), buf, sizeof buf) > 0) {
+      }
+      for (;;) {
+        Frame f = c.receive();
+        if (f.type == FrameType::RoundDone) break;
+      }
+      c.set_timeout(2s);
+      c.expect(FrameType::DumpDone);  // before any ack
+      c.set_timeout(10s);
+      if (refuse) {
+        c.send(FrameType::Error, "the round's pages are incomplete");
+        return;
+      }
+      c.send(FrameType::RoundAck, to_json(RoundAck{1}));
+      c.send(FrameType::RestoreOk);
+      c.expect(FrameType::Commit);
+      c.send(FrameType::CommitAck, to_json(CommitAck{}));
+    });
+    FakeSource src;
+    SenderOptions so = sender_options("127.0.0.1:" + std::to_string(listener.port()), key, root);
+    auto rep = migrate_out(src, so);
+    receiver.get();
+    EXPECT_EQ(rep.outcome, refuse ? "rolled back" : "migrated") << rep.error;
+    EXPECT_EQ(src.freezes, 1);
+    EXPECT_EQ(src.resumes, refuse ? 1 : 0);
+    EXPECT_EQ(src.destroys, refuse ? 0 : 1);
+    crx::remove_tree(root);
+  }
+}
+
 TEST(MigrateProtocol, ManifestParsingNamesTheProblem) {
   try {
     parse_manifest("{\"protocol\":1,\"bundle\":\"/b\",\"config_sha256\":\"x\"}");

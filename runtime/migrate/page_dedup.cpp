@@ -183,12 +183,25 @@ void PageDedupRelay::relay() {
     if (cmd == kIovClose || cmd == kIovForceClose) {
       // CRIU given its socket (--ps-socket, as crx does) ends with
       // FORCE_CLOSE, otherwise CLOSE; both ask the page server for its
-      // status, zero once it has written the round.
+      // status, zero once it has written the round. CRIU hears zero at
+      // once and finishes its dump (the final one inside the frozen
+      // window) while the close crosses to the page server and its answer
+      // comes back, 10-20 ms in a test-bed guest. That answer decides the
+      // round: any other makes finish() throw, so a dump CRIU took for
+      // whole still fails, and the migration rolls back.
       out_.bytes(h.data(), hsize);
-      if (pass_answer(4) == 0) {
-        ledger_.end_round();
-        closed_ = true;
-      }
+      flush();
+      const int32_t done = 0;
+      write_all(local_.get(), reinterpret_cast<const char*>(&done), sizeof done, "answering CRIU");
+      check_open_answers();
+      char answer[4] = {};
+      read_exact(network_.get(), answer, sizeof answer, "reading the page server's answer");
+      if (const int32_t status = load<int32_t>(answer); status != 0)
+        throw Error("the destination's page server ended the round with status " +
+                        std::to_string(status),
+                    Cause::Peer);
+      ledger_.end_round();
+      closed_ = true;
       return;
     }
     switch (cmd & kCmdMask) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <ostream>
@@ -116,6 +117,7 @@ struct FakePageServer {
   // page server still opening its parent images.
   bool slow_open = false;
   bool stream_went_on_before_answer = false;
+  std::function<void()> before_close_answer;  // runs before the close is answered
   std::vector<Record> records;
   bool closed = false;
   std::thread t;
@@ -148,6 +150,7 @@ struct FakePageServer {
         std::memcpy(&dst, h.data() + 24, 8);
       }
       if (cmd == kClose || cmd == kForceClose) {
+        if (before_close_answer) before_close_answer();
         int32_t status = status_at_close;
         write_all(fd, std::string(reinterpret_cast<char*>(&status), 4));
         closed = true;
@@ -251,7 +254,8 @@ Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
                 int server_fails_after = -1, int32_t status_at_close = 0,
                 bool criu_has_parent = true, TaskMemory* memory = nullptr,
                 bool zero_runs = false,
-                const std::function<void(FakePageServer&)>& server_setup = {}) {
+                const std::function<void(FakePageServer&)>& server_setup = {},
+                const std::function<void()>& criu_got_close_answer = {}) {
   int net[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
   FakePageServer server{w.layout, has_parent, server_fails_after, status_at_close};
@@ -276,6 +280,7 @@ Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
           std::string answer(len, '\0');
           if (!read_all(fd, answer.data(), len)) return;
           r.answers_to_criu.push_back(answer);
+          if (len == 4 && criu_got_close_answer && at == w.bytes.size()) criu_got_close_answer();
           off = at;
         }
         write_all(fd, w.bytes.substr(off));
@@ -442,6 +447,26 @@ TEST_P(PageDedupTest, CriuIsAnsweredWithoutWaitingForThePageServer) {
   EXPECT_TRUE(r.stream_went_on_before_open_answer);
   EXPECT_TRUE(r.closed);
   EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('b'))});
+}
+
+// CRIU's close is answered before the page server's answer comes (that
+// one is read after, and decides the round).
+TEST_P(PageDedupTest, CriusCloseIsAnsweredBeforeThePageServers) {
+  std::atomic<bool> criu_answered{false};
+  bool server_saw_answer_first = false;
+  auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false, -1, 0,
+                     true, nullptr, false, [&](FakePageServer& s) {
+                       s.before_close_answer = [&] {
+                         for (int i = 0; i < 200 && !criu_answered; i++)
+                           std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                         server_saw_answer_first = criu_answered;
+                       };
+                     }, [&] { criu_answered = true; });
+  EXPECT_TRUE(server_saw_answer_first);
+  EXPECT_TRUE(r.closed);
+  ASSERT_EQ(r.answers_to_criu.size(), 2u);
+  EXPECT_EQ(r.answers_to_criu[1], std::string(4, '\0'));
+  EXPECT_EQ(ledger.known_pages(), 1u);
 }
 
 // The final dump of a container with verbs objects (ParentPages::Check):
@@ -611,8 +636,15 @@ TEST_P(PageDedupTest, APlainCloseEndsTheRoundToo) {
 
 TEST_P(PageDedupTest, ARoundThePageServerFailedTeachesNothing) {
   // The page server answers the close with an error: its round is not
-  // whole, whatever CRIU makes of that.
-  run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false, -1, -1);
+  // whole. CRIU was told it was (before the answer came), so the filter
+  // fails the round itself.
+  try {
+    run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false, -1, -7);
+    ADD_FAILURE() << "a round the page server failed passed";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(e.cause(), crx::Cause::Peer);
+    EXPECT_NE(std::string(e.what()).find("with status -7"), std::string::npos) << e.what();
+  }
   EXPECT_EQ(ledger.known_pages(), 0u);
   auto r = run_round(ledger, criu().open2(kTask).add(kPresent, 0, page('a')).close(), false);
   EXPECT_EQ(r.at_destination, std::vector<Record>{present(0, page('a'))});

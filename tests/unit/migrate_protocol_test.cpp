@@ -1303,6 +1303,30 @@ TEST(MigrateProtocol, ImageDataOutOfOrderIsRefused) {
   crx::remove_tree(root);
 }
 
+// A scripted receiver's part up to the sender's RoundDone: the handshake,
+// the manifest accepted, one round (a final dump with no pre-copy) whose
+// page channel it drains.
+FrameConn receive_until_round_done(TcpListener& listener, const SharedKey& key) {
+  FrameConn c(listener.accept(10s), "sender");
+  c.set_timeout(10s);
+  authenticate_as_server(c, key, crx::test::protocol_test_wire());
+  Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
+  c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
+  c.expect(FrameType::RoundStart);
+  c.send(FrameType::PageServerReady);
+  FrameConn pages(listener.accept(10s), "pages");
+  authenticate_as_server(pages, key, crx::test::protocol_test_wire());
+  crx::UniqueFd page_fd = pages.release_fd();
+  char buf[65536];
+  while (::read(page_fd.get(), buf, sizeof buf) > 0) {
+  }
+  for (;;) {
+    Frame f = c.receive();
+    if (f.type == FrameType::RoundDone) break;
+  }
+  return c;
+}
+
 TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   // A receiver that restores, gets the commit and vanishes before answering:
   // the sender cannot know whether the destination runs the container, so it
@@ -1311,23 +1335,7 @@ TEST(MigrateProtocol, LostCommitAnswerKeepsTheSourceFrozenNotRunning) {
   auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
   TcpListener listener(parse_host_port("127.0.0.1:0"));
   auto receiver = std::async(std::launch::async, [&] {
-    FrameConn c(listener.accept(10s), "sender");
-    c.set_timeout(10s);
-    authenticate_as_server(c, key, crx::test::protocol_test_wire());
-    Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
-    c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
-    c.expect(FrameType::RoundStart);
-    c.send(FrameType::PageServerReady);
-    FrameConn pages(listener.accept(10s), "pages");
-    authenticate_as_server(pages, key, crx::test::protocol_test_wire());
-    crx::UniqueFd page_fd = pages.release_fd();
-    char buf[65536];
-    while (::read(page_fd.get(), buf, sizeof buf) > 0) {
-    }
-    for (;;) {
-      Frame f = c.receive();
-      if (f.type == FrameType::RoundDone) break;
-    }
+    FrameConn c = receive_until_round_done(listener, key);
     c.send(FrameType::RoundAck, to_json(RoundAck{1}));
     c.expect(FrameType::DumpDone);
     c.send(FrameType::RestoreOk);
@@ -1361,23 +1369,7 @@ TEST(MigrateProtocol, TheFinalDumpDoneComesBeforeTheRoundAck) {
     auto key = SharedKey::from_bytes("0123456789abcdef-test-key");
     TcpListener listener(parse_host_port("127.0.0.1:0"));
     auto receiver = std::async(std::launch::async, [&] {
-      FrameConn c(listener.accept(10s), "sender");
-      c.set_timeout(10s);
-      authenticate_as_server(c, key, crx::test::protocol_test_wire());
-      Manifest m = parse_manifest(c.expect(FrameType::Manifest).payload);
-      c.send(FrameType::Accept, to_json(Acceptance{m.bundle, false}));
-      c.expect(FrameType::RoundStart);
-      c.send(FrameType::PageServerReady);
-      FrameConn pages(listener.accept(10s), "pages");
-      authenticate_as_server(pages, key, crx::test::protocol_test_wire());
-      crx::UniqueFd page_fd = pages.release_fd();
-      char buf[65536];
-      while (::read(page_fd.get(), buf, sizeof buf) > 0) {
-      }
-      for (;;) {
-        Frame f = c.receive();
-        if (f.type == FrameType::RoundDone) break;
-      }
+      FrameConn c = receive_until_round_done(listener, key);
       c.set_timeout(2s);
       c.expect(FrameType::DumpDone);  // before any ack
       c.set_timeout(10s);

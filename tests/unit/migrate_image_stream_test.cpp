@@ -2,7 +2,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <cstdlib>
+#include <cstdlib>  // mkdtemp
 #include <string>
 #include <thread>
 #include <utility>
@@ -25,7 +25,7 @@ struct Dirs {
     char t[] = "/tmp/crx-image-stream-XXXXXX";
     root = ::mkdtemp(t);
   }
-  ~Dirs() { std::system(("rm -rf " + root).c_str()); }
+  ~Dirs() { crx::remove_tree(root); }
 };
 
 std::string pattern(size_t n, char seed) {

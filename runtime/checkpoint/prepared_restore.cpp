@@ -22,6 +22,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
+#include "common/scope_guard.hpp"
 #include "container/hooks_runner.hpp"
 #include "linux/console.hpp"
 #include "rdma/plugin_stats.hpp"
@@ -234,14 +235,15 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     // What the checkpointed container was beyond its processes: its
     // cgroup gets the resources `crx update` gave it, not the bundle's
     // (which prepare() applied).
-    std::optional<CarriedState> carried = read_carried_state(images_dir);
+    if (auto c = read_carried_state(images_dir)) carried_ = std::make_unique<CarriedState>(std::move(*c));
+    const CarriedState* carried = carried_.get();
     if (carried && carries_other_resources(s.raw, *carried)) {
       s = spec::parse_spec(config_with_resources(s.raw, *carried),
                            "config.json with the checkpoint's resources");
       cg_->apply(cgroup::effective_resources(s.linux));
     }
-    std::string pid_file = r_.pid_file;
-    if (pid_file.empty() && r_.carried_pid_file && carried) pid_file = carried->pid_file;
+    pid_file_ = r_.pid_file;
+    if (pid_file_.empty() && r_.carried_pid_file && carried) pid_file_ = carried->pid_file;
 
     UniqueFd images = open_image_dir(images_dir, false);
     // The tmpfs contents the dump carried, into the mounts CRIU binds in.
@@ -285,7 +287,7 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     // hears so; what that throws comes out of run() after the clean-up.
     std::exception_ptr resumed_error;
     auto become_ours = [&](pid_t pid) {
-      save_state(pid, pid_file, carried ? &*carried : nullptr);
+      save_state(pid);
       if (!resumed) return;
       try {
         resumed();
@@ -324,7 +326,11 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
         // instruction of theirs runs when CRIU lets them go.
         if (paused_again) cg_->freeze();
         held = true;
-        if (hold) hold();
+        if (hold) {
+          in_hold_ = true;
+          ScopeGuard out_of_hold([&] { in_hold_ = false; });
+          hold();
+        }
       } else if (n.script == "post-resume" && held && restored_ > 0) {
         // The tasks run (CRIU wrote its stats just before): CRIU's exit
         // and the clean-up below are not waited for by whoever waits for
@@ -382,8 +388,24 @@ void PreparedRestore::set_net_sysctls(const NetSysctls& sysctls) {
   apply_net_sysctls(restored_, sysctls);
 }
 
-void PreparedRestore::save_state(pid_t pid, const std::string& pid_file,
-                                 const CarriedState* carried) {
+void PreparedRestore::save_state_ahead() {
+  if (!in_hold_ || restored_ <= 0)
+    throw Error("restore of " + id_ + ": its state can be saved ahead only while run() holds "
+                "the restored tasks", Cause::Invalid);
+  if (state_ahead_) return;
+  write_state(restored_);
+  state_ahead_ = true;
+}
+
+void PreparedRestore::save_state(pid_t pid) {
+  if (!state_ahead_ || pid != restored_) write_state(pid);
+  forget_restoring_cgroup(dir_->path());
+  write_pid_file(pid_file_, pid);
+  done_ = true;
+}
+
+void PreparedRestore::write_state(pid_t pid) {
+  const CarriedState* carried = carried_.get();
   state::ContainerState st;
   st.id = id_;
   st.bundle = bundle_.dir;
@@ -396,11 +418,8 @@ void PreparedRestore::save_state(pid_t pid, const std::string& pid_file,
   st.cgroup = cg_->save();
   st.config = bundle_.spec.raw;
   st.systemd_cgroup = g_.systemd_cgroup;
-  st.pid_file = pid_file;
+  st.pid_file = pid_file_;
   dir_->save(st);
-  forget_restoring_cgroup(dir_->path());
-  write_pid_file(pid_file, pid);
-  done_ = true;
 }
 
 void PreparedRestore::release() noexcept {

@@ -72,6 +72,13 @@ class PreparedRestore {
   // tasks' network namespace now, before they run (a migration's, read on
   // the source after the dump). Throws Error naming the one not set.
   void set_net_sysctls(const NetSysctls& sysctls);
+  // Only from within run()'s hold: writes state.json now, while the
+  // restored tasks wait, so that their resume is followed by as little as
+  // possible (a migration calls it while its commit travels). The
+  // container is not this host's until the resume: a restore that fails
+  // after this still removes the state dir with the rest. Throws Error
+  // outside the hold.
+  void save_state_ahead();
 
   // The criu waiting for the request (-1 once run); for tests and logs.
   pid_t criu_pid() const;
@@ -79,10 +86,12 @@ class PreparedRestore {
 
  private:
   void prepare();
-  // The container becomes this host's: state.json, pid file; from here on
-  // nothing of it is removed. carried: what the checkpoint carried
-  // (nullptr: none).
-  void save_state(pid_t pid, const std::string& pid_file, const CarriedState* carried);
+  // The container becomes this host's: state.json (unless written ahead
+  // for this pid), pid file; from here on nothing of it is removed.
+  void save_state(pid_t pid);
+  // state.json for the restored init pid, with what the checkpoint
+  // carried (carried_).
+  void write_state(pid_t pid);
   void release() noexcept;
   // The state dir made in prepare(), locked; nullopt when it is gone (or
   // is another container's by now).
@@ -109,6 +118,12 @@ class PreparedRestore {
   RestoreOptions o_;  // everything but the images dir
   std::unique_ptr<StartedRestore> criu_;
   pid_t restored_ = 0;  // run(): the restored init, once CRIU named it
+  // run(): what the images' crx-container.json carried (null: none), and
+  // the pid file to write.
+  std::unique_ptr<CarriedState> carried_;
+  std::string pid_file_;
+  bool in_hold_ = false;     // run() is in its hold
+  bool state_ahead_ = false;  // save_state_ahead() wrote state.json
   bool used_ = false;
   bool done_ = false;
 };

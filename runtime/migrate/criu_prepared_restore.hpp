@@ -20,6 +20,7 @@ class CriuPreparedRestore : public PreparedRestore {
     restore_.set_net_sysctls(sysctls);
   }
   void restore_pages_lazily() override { restore_.set_lazy_pages(); }
+  void save_state_ahead() override { restore_.save_state_ahead(); }
 
  private:
   static checkpoint::RestoreRequest request(const Manifest& m, const Acceptance& a,

@@ -388,6 +388,11 @@ class Receiver {
       if (!late.net_sysctls.empty()) prepared_->set_net_sysctls(late.net_sysctls);
       clock_.begin("wait for commit");
       conn_.send(FrameType::RestoreOk);
+      // While the RestoreOk and the Commit travel (a round trip through
+      // the source's checks): the state is written now, not after the
+      // resume, where it came between the running container and the ack
+      // (and shared this vCPU with the container and CRIU's exit).
+      prepared_->save_state_ahead();
       conn_.set_timeout(o_.commit_timeout);
       conn_.expect(FrameType::Commit);
       try {

@@ -185,6 +185,11 @@ class PreparedRestore {
   // restored tasks' namespace now, before they run (LateState). Throws
   // Error naming the sysctl that could not be set.
   virtual void set_net_sysctls(const std::map<std::string, std::string>& sysctls) = 0;
+  // Only from within run()'s `hold`: saves the container's state as this
+  // host's now, while the tasks wait (the receiver does it while the
+  // Commit travels), so that `resumed` follows the resume at once. Until
+  // the resume, a failure still undoes the restore and this with it.
+  virtual void save_state_ahead() = 0;
 };
 
 class DestinationSide {

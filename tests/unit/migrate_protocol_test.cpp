@@ -321,6 +321,7 @@ struct FakePreparedRestore : PreparedRestore {
           const std::function<void()>& resumed) override;
   void restore_pages_lazily() override;
   void set_net_sysctls(const std::map<std::string, std::string>& sysctls) override;
+  void save_state_ahead() override;
   ~FakePreparedRestore() override;
 };
 
@@ -348,6 +349,7 @@ struct FakeDestination : DestinationSide {
   std::vector<bool> fill_aheads;        // whether start_fill got what prepare_fill readied
   std::map<std::string, std::string> net_sysctls_set;  // by set_net_sysctls
   bool fail_net_sysctls = false;                        // which then throws
+  int states_saved_ahead = 0;                           // save_state_ahead() calls
   bool can_fill_after_resume() override { return can_fill; }
   // What prepare_fill() readies: dropped unused, it says so.
   struct FakeReadyFill : ReadyFill {
@@ -465,6 +467,11 @@ void FakePreparedRestore::set_net_sysctls(const std::map<std::string, std::strin
     throw crx::Error("setting network sysctl net/core/somaxconn: Invalid argument",
                      crx::Cause::Invalid);
   for (const auto& [path, value] : sysctls) d.net_sysctls_set[path] = value;
+}
+
+void FakePreparedRestore::save_state_ahead() {
+  ++d.states_saved_ahead;
+  if (d.events) d.events->add("destination saved its state ahead");
 }
 
 void FakePreparedRestore::restore_pages_lazily() {
@@ -912,10 +919,26 @@ TEST(MigrateProtocol, InterruptBeforeCommitUndoesTheHeldRestore) {
   EXPECT_EQ(r.receiver.outcome, "rolled back");
   EXPECT_EQ(h.src.resumes, 1);
   EXPECT_EQ(h.src.destroys, 0);
-  // Restored but held before resume: it never ran and was discarded.
+  // Restored but held before resume: it never ran and was discarded, the
+  // state it had saved ahead with it.
   EXPECT_EQ(h.dst.restores, 1);
+  EXPECT_EQ(h.dst.states_saved_ahead, 1);
   EXPECT_EQ(h.dst.resumes, 0);
   EXPECT_EQ(h.dst.discards, 1);
+  EXPECT_EQ(h.dst.released, 1);
+}
+
+// The destination writes the container's state while its RestoreOk and the
+// Commit travel, once, after the late sysctls and before the resume.
+TEST(MigrateProtocol, TheStateIsSavedAheadWhileTheCommitTravels) {
+  Harness h;
+  h.src.late_sysctls = {{"net/core/somaxconn", "512"}};
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(h.dst.states_saved_ahead, 1);
+  EXPECT_LT(h.events.at("destination set the late sysctls"),
+            h.events.at("destination saved its state ahead"));
+  EXPECT_LT(h.events.at("destination saved its state ahead"), h.events.at("destination resumed"));
 }
 
 // The receiver's phases, by name.

@@ -127,6 +127,7 @@ struct NothingPrepared : crx::migrate::PreparedRestore {
   // A verbs container's pinned pages must be in place before it resumes.
   void restore_pages_lazily() override { ADD_FAILURE() << "pages left for after the resume"; }
   void set_net_sysctls(const std::map<std::string, std::string>&) override {}
+  void save_state_ahead() override {}
 };
 
 struct FakeDestination : DestinationSide {

@@ -770,6 +770,53 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         self.assert_nothing_left_on_the_destination(tb)
         self.assert_one_copy_on_the_source(tb)
 
+    def test_ctrl_c_while_the_destination_restores_leaves_nothing_there(self):
+        """A Ctrl-C of crx migrate while the destination's CRIU restores: the
+        sender rolls back at the RestoreOk, after the destination saved the
+        container's state ahead (while the Commit would travel), so the
+        receiver must undo a restore whose state.json exists. A prestart
+        hook that sleeps on g1 (hooks run again at CRIU's setup-namespaces)
+        holds the restore long enough to interrupt it there."""
+        tb = self.tb
+        b = os.path.join(tb.scratch, "bundle-slow-hook")
+        shutil.copytree(self.bundle, b, symlinks=True)
+        marker = os.path.join(tb.scratch, "out", "restoring")
+        with open(os.path.join(b, "config.json")) as f:
+            spec = json.load(f)
+        spec["hooks"] = {"prestart": [{"path": "/bin/sh", "args": [
+            "sh", "-c", f"[ ! -e /tmp/slow-prestart ] || {{ touch {marker}; sleep 6; }}"]}]}
+        with open(os.path.join(b, "config.json"), "w") as f:
+            json.dump(spec, f)
+        try:
+            self.setup_guest(tb, 0, b)
+            self.setup_guest(tb, 1, b)
+            self.sh(tb, 1, "touch /tmp/slow-prestart")
+            self.run_counter(tb)
+            rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
+                             f"--image-dir /run/crx-migrate > {self.RECEIVER_LOG} 2>&1")
+            wait_listening(tb, 1, PORT, "crx receive", rh)
+            mh = tb.spawn(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} --key /tmp/key "
+                             "--format json")
+            wait_until(lambda: os.path.exists(marker), 300,
+                       "the destination's restore to run the prestart hook", interval=0.2)
+            self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")
+            rc, out, err = tb.wait(mh, timeout=600)
+            rrc, _, _ = self.received(tb, rh, (rc, out, err), must_end=True,
+                                      log=self.RECEIVER_LOG)
+            rlog = self.sh(tb, 1, f"cat {self.RECEIVER_LOG}")
+            self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
+            self.assertIn("interrupted", err)
+            self.assertNotEqual(rrc, 0, rlog)
+            report = json.loads(out.strip().splitlines()[-1])
+            self.assertIn("restore", [p["name"] for p in report["phases"]],
+                          "the interrupt must come during the destination's restore")
+            self.assertNotIn("commit", [p["name"] for p in report["phases"]], report)
+            self.assert_nothing_left_on_the_destination(tb)
+            self.assert_one_copy_on_the_source(tb)
+        finally:
+            shutil.rmtree(b, ignore_errors=True)
+            tb.run(1, "rm -f /tmp/slow-prestart")
+
     def test_receiver_killed_after_the_prepared_restore_leaves_nothing_after_its_successor(self):
         """The receiver SIGKILLed after preparing: its waiting criu dies with
         it (PR_SET_PDEATHSIG); the cgroup, mounts and state dir it made are

@@ -1,5 +1,6 @@
 #include "migrate/fill_plan.hpp"
 
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -95,12 +96,20 @@ struct TaskPlan {
   uint64_t pages = 0;
 };
 
-std::optional<TaskPlan> plan_task(const std::vector<std::string>& chain, const std::string& id) {
+std::optional<TaskPlan> plan_task(const std::vector<std::string>& chain, const std::string& id,
+                                  const ParentPagemaps* ahead) {
   const std::string name = "pagemap-" + id + ".img";
   std::vector<ck::Pagemap> maps;
-  for (const auto& dir : chain) {
-    if (!path_exists(dir + "/" + name)) return std::nullopt;  // a task newer than the first round
-    maps.push_back(ck::read_pagemap(dir + "/" + name));
+  for (size_t i = 0; i < chain.size(); i++) {
+    const std::string path = chain[i] + "/" + name;
+    if (i > 0 && ahead) {
+      if (auto it = ahead->by_path.find(path); it != ahead->by_path.end()) {
+        maps.push_back(it->second);
+        continue;
+      }
+    }
+    if (!path_exists(path)) return std::nullopt;  // a task newer than the first round
+    maps.push_back(ck::read_pagemap(path));
   }
   const std::string mm = chain[0] + "/mm-" + id + ".img";
   if (!path_exists(mm)) return std::nullopt;
@@ -150,22 +159,39 @@ std::vector<std::string> round_chain(const std::string& final_dir) {
   return chain;
 }
 
+// The <id> of a task's pagemap-<id>.img (not pagemap-shmem-<id>.img), or "".
+std::string task_pagemap_id(const std::string& n) {
+  if (n.rfind("pagemap-", 0) != 0 || n.size() <= 12 || n.substr(n.size() - 4) != ".img") return "";
+  std::string id = n.substr(8, n.size() - 12);
+  if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return "";
+  return id;
+}
+
 }  // namespace
 
+ParentPagemaps read_parent_pagemaps(const std::string& final_dir) {
+  const auto chain = round_chain(final_dir);
+  ParentPagemaps p;
+  for (size_t i = 1; i < chain.size(); i++)
+    for (const auto& ent : fs::directory_iterator(chain[i])) {
+      const std::string n = ent.path().filename().string();
+      if (!task_pagemap_id(n).empty())
+        p.by_path.emplace(chain[i] + "/" + n, ck::read_pagemap(chain[i] + "/" + n));
+    }
+  return p;
+}
+
 FillPlan plan_fill_after_resume(const std::string& final_dir, const std::string& view_dir,
-                                uint64_t min_pages) {
+                                uint64_t min_pages, const ParentPagemaps* ahead) {
   const auto chain = round_chain(final_dir);
   if (chain.size() < 2) return {};  // no first round to fill from
   std::vector<TaskPlan> tasks;
   uint64_t pages = 0;
   for (const auto& ent : fs::directory_iterator(chain[0])) {
-    std::string n = ent.path().filename().string();
-    // pagemap-<id>.img of a task (not pagemap-shmem-<id>.img).
-    if (n.rfind("pagemap-", 0) != 0 || n.size() <= 12 || n.substr(n.size() - 4) != ".img") continue;
-    std::string id = n.substr(8, n.size() - 12);
-    if (id.empty() || !std::all_of(id.begin(), id.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    auto t = plan_task(chain, id);
+    const std::string id = task_pagemap_id(ent.path().filename().string());
+    if (id.empty()) continue;
+    auto t = plan_task(chain, id, ahead);
     if (!t) return {};
     pages += t->pages;
     tasks.push_back(std::move(*t));
@@ -178,9 +204,10 @@ FillPlan plan_fill_after_resume(const std::string& final_dir, const std::string&
     if (n == "parent" || n.rfind("pages-", 0) == 0 || n.rfind("pagemap-", 0) == 0) continue;
     // A name the view has already stays: the FIFO of a daemon started
     // before the images came (CriuLazyPages::Gated), fed by its caller.
-    fs::path link = fs::path(view_dir) / n;
-    if (fs::exists(fs::symlink_status(link))) continue;
-    fs::create_symlink(ent.path(), link);
+    // (One system call a file: this runs in the frozen window.)
+    const std::string link = view_dir + "/" + n;
+    if (::symlink(ent.path().c_str(), link.c_str()) != 0 && errno != EEXIST)
+      throw_errno("symlink " + link);
   }
   for (const auto& t : tasks) {
     ck::write_pagemap(view_dir + "/" + t.name, t.view_map);

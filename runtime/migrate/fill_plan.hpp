@@ -24,7 +24,10 @@
 // plan or daemon that fails half-way leaves the restore to do just that.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
+
+#include "checkpoint/memory_images.hpp"
 
 namespace crx::migrate {
 
@@ -32,12 +35,25 @@ struct FillPlan {
   uint64_t pages = 0;  // to fill after the resume; 0: nothing was changed
 };
 
+// The pagemaps of the rounds before the final one, read before the final
+// round's images come (they no longer change once it opens; the receiver
+// reads them before the source freezes), by the real path the plan finds
+// them at.
+struct ParentPagemaps {
+  std::map<std::string, checkpoint::Pagemap> by_path;
+};
+
+// Every task pagemap of final_dir's parent rounds (final_dir and its
+// "parent" link exist; its images need not). Throws Error for images it
+// cannot read.
+ParentPagemaps read_parent_pagemaps(const std::string& final_dir);
+
 // final_dir: the final round's images, linked to its parents by "parent"
 // symlinks down to the first round. With fewer than min_pages to fill,
 // or a task the plan cannot cover (one without a first-round pagemap, say),
-// nothing is written and the plan is empty. Throws Error for images it
-// cannot read.
+// nothing is written and the plan is empty. A parent's pagemap found in
+// `ahead` is not read again. Throws Error for images it cannot read.
 FillPlan plan_fill_after_resume(const std::string& final_dir, const std::string& view_dir,
-                                uint64_t min_pages);
+                                uint64_t min_pages, const ParentPagemaps* ahead = nullptr);
 
 }  // namespace crx::migrate

@@ -180,8 +180,9 @@ class Receiver {
                        : ahead       ? "open final round"
                                      : "checkpoint+transfer");
           round_t0 = Clock::now();
+          make_round_dir(*round);
           // Before the page server's ready, which lets the sender freeze.
-          if (ahead) ready_fill(dir_ + "/" + std::to_string(round->round));
+          if (ahead) ready_fill(round_dir(round->round));
           start_round(*round);
           break;
         }
@@ -237,15 +238,23 @@ class Receiver {
     return why.empty() ? what : why + "; " + what;
   }
 
-  void start_round(const RoundStart& r) {
-    std::string rdir = dir_ + "/" + std::to_string(r.round);
+  std::string round_dir(int round) const { return dir_ + "/" + std::to_string(round); }
+
+  void make_round_dir(const RoundStart& r) {
+    const std::string rdir = round_dir(r.round);
     if (::mkdir(rdir.c_str(), 0700) != 0) throw_errno("mkdir " + rdir);
     if (!r.parent.empty()) {
       if (r.parent != "../" + std::to_string(r.round - 1)) throw Error("bad parent " + r.parent);
-      // The page server looks for the parent's pagemaps through this link.
+      // The page server (and the fill's plan) find the parent's pagemaps
+      // through this link.
       if (::symlink(r.parent.c_str(), (rdir + "/parent").c_str()) != 0)
         throw_errno("symlink " + rdir + "/parent");
     }
+  }
+
+  // The round's dir exists (make_round_dir).
+  void start_round(const RoundStart& r) {
+    const std::string rdir = round_dir(r.round);
     conn_.send(FrameType::PageServerReady);
     // Post-copy: the channel waits for the images, which the lazy-pages
     // daemon needs to start (RoundDone).

@@ -139,6 +139,39 @@ TEST(FillPlan, ANameTheViewHasAlreadyStays) {
   EXPECT_TRUE(fs::is_symlink(r.view + "/core-1.img"));
 }
 
+// The earlier rounds' pagemaps read before the final images come: the plan
+// takes them from there (here their files are gone by then) and plans
+// what it plans reading them itself.
+TEST(FillPlan, TheParentsPagemapsReadAheadAreNotReadAgain) {
+  Rounds r;
+  // What the receiver has when the final round opens: its dir and parent
+  // link, none of its images (those of the fixture are moved away).
+  const std::string later = r.root + "/later";
+  std::filesystem::rename(r.final_dir, later);
+  crx::mkdir_p(r.final_dir, 0700);
+  std::filesystem::create_directory_symlink("../2", r.final_dir + "/parent");
+  crx::write_file(r.root + "/1/pagemap-shmem-5.img", "not a task's");
+  const crx::migrate::ParentPagemaps ahead = crx::migrate::read_parent_pagemaps(r.final_dir);
+  const auto real = [&](const std::string& p) { return std::filesystem::canonical(p).string(); };
+  ASSERT_EQ(ahead.by_path.size(), 2u);
+  EXPECT_EQ(ahead.by_path.at(real(r.root + "/1/pagemap-1.img")).pages_id, 11u);
+  EXPECT_EQ(ahead.by_path.at(real(r.root + "/2/pagemap-1.img")).pages_id, 21u);
+  // The final images arrive; the parents' pagemaps are no longer read.
+  std::filesystem::remove(r.final_dir + "/parent");
+  std::filesystem::remove(r.final_dir);
+  std::filesystem::rename(later, r.final_dir);
+  for (const char* p : {"/1/pagemap-1.img", "/2/pagemap-1.img"})
+    crx::write_file(r.root + p, "garbage, were it read again");
+  auto plan = plan_fill_after_resume(r.final_dir, r.view, 1, &ahead);
+  EXPECT_EQ(plan.pages, 6u);
+  EXPECT_EQ(ck::read_pagemap(r.view + "/pagemap-1.img").pages_id, 11u);
+  EXPECT_EQ(ck::read_pagemap(r.final_dir + "/pagemap-1.img").entries.size(), 7u);
+  // Without them, the same plan reads the (now broken) files: it throws.
+  Rounds again;
+  crx::write_file(again.root + "/1/pagemap-1.img", "garbage");
+  EXPECT_THROW(plan_fill_after_resume(again.final_dir, again.view, 1), crx::Error);
+}
+
 TEST(FillPlan, ChangesNothingBelowItsMinimum) {
   Rounds r;
   std::string before = crx::read_file(r.final_dir + "/pagemap-1.img");

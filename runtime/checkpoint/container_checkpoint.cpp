@@ -166,10 +166,17 @@ void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::s
   }
 }
 
-void freeze_container(const container::GlobalOptions& g, const std::string& id) {
-  Loaded l = load(g, id);
-  if (!l.cg) throw Error("container " + id + " has no cgroup to freeze");
-  l.cg->freeze();
+void freeze_container(const SourceContainer& s) {
+  // What prepare_source() loaded, not state.json and config.json again:
+  // this runs at the start of a migration's frozen window.
+  const std::string& id = s.state.id;
+  if (!state::process_alive(s.pid, s.state.pid_start_time))
+    throw Error("container " + id + " stopped: its init (pid " + std::to_string(s.pid) +
+                    ") is gone, nothing to checkpoint",
+                Cause::NotFound);
+  if (s.state.cgroup.is_null() || s.state.cgroup.empty())
+    throw Error("container " + id + " has no cgroup to freeze");
+  cgroup::Cgroup::load(s.state.cgroup).freeze();
 }
 
 void kill_frozen_container(const container::GlobalOptions& g, const std::string& id) {

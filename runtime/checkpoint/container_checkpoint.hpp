@@ -132,7 +132,9 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
 // neither packs nor unpacks them; the contents of those that hold files go
 // into images_dir (carried_tmpfs.hpp).
 void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir);
-void freeze_container(const container::GlobalOptions& g, const std::string& id);
+// Freezes the container prepare_source() loaded, through its cgroup;
+// throws Error (Cause::NotFound) when its init is gone.
+void freeze_container(const SourceContainer& s);
 void thaw_container(const container::GlobalOptions& g, const std::string& id);
 // Refuses (crx::Error, one line) when processes outside the init's tree
 // would be left out and kill_exec is false; returns them otherwise.

@@ -587,7 +587,7 @@ void CriuSource::pre_dump(const std::string& images_dir, const std::string& pare
 }
 
 void CriuSource::freeze() {
-  checkpoint::freeze_container(g_, id_);
+  checkpoint::freeze_container(src_);
   // Frozen: the set cannot change any more. A refusal here rolls back
   // (resume() thaws the source).
   left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);

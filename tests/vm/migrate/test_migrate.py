@@ -362,6 +362,9 @@ class MigrateTest(TwoGuests, Receiving, Base):
             ns = self.sh(tb, 1, f"readlink /proc/{pid}/ns/{ns_type} /proc/1/ns/{ns_type}").split()
             self.assertNotEqual(ns[0], ns[1], f"the restored container is in the host's {ns_type}")
         self.assertNotEqual(self.sh(tb, 1, "hostname").strip(), "crx-moved")
+        # Its init in the container's cgroup (`crx ps` lists the cgroup's
+        # processes).
+        self.assertIn(pid, json.loads(self.sh(tb, 1, f"{CRX} ps --format json c1")))
         # The mounts crx made again at the destination instead of CRIU
         # (runtime/checkpoint/recreated_*): masked dirs empty and read-only,
         # /dev/shm writable, /dev with its devices.

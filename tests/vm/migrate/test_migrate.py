@@ -750,6 +750,18 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         self.assertEqual(self.state(tb, 0)[0], "running")
         return rh, mh
 
+    def interrupt_the_sender(self, tb, rh, mh):
+        """A Ctrl-C of `crx migrate c1` (mh) on g0; it and the receiver (rh,
+        logging to RECEIVER_LOG) must fail. The sender's report, its stderr
+        and the receiver's log."""
+        self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")
+        rc, out, err = tb.wait(mh, timeout=600)
+        rrc, _, _ = self.received(tb, rh, (rc, out, err), must_end=True, log=self.RECEIVER_LOG)
+        rlog = self.sh(tb, 1, f"cat {self.RECEIVER_LOG}")
+        self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
+        self.assertNotEqual(rrc, 0, rlog)
+        return json.loads(out.strip().splitlines()[-1]), err, rlog
+
     def test_fault_after_the_prepared_restore_leaves_nothing_on_the_destination(self):
         """A Ctrl-C of crx migrate after the destination prepared the
         restore and before the freeze: the receiver releases everything it
@@ -757,15 +769,8 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         tb = self.two_guests()
         self.run_counter(tb)
         rh, mh = self.prepared_then_pre_copy_under_way(tb)
-        self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")
-        rc, out, err = tb.wait(mh, timeout=600)
-        rrc, _, _ = self.received(tb, rh, (rc, out, err), must_end=True,
-                                    log=self.RECEIVER_LOG)
-        rlog = self.sh(tb, 1, f"cat {self.RECEIVER_LOG}")
-        self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
-        self.assertNotEqual(rrc, 0, rlog)
+        report, _, rlog = self.interrupt_the_sender(tb, rh, mh)
         self.assertIn("interrupted", rlog)
-        report = json.loads(out.strip().splitlines()[-1])
         self.assertNotIn("freeze", [p["name"] for p in report["phases"]],
                          "the fault must come before the freeze")
         self.assertGreater(report.get("prepare_seconds", 0), 0, report)
@@ -802,15 +807,8 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
                              "--format json")
             wait_until(lambda: os.path.exists(marker), 300,
                        "the destination's restore to run the prestart hook", interval=0.2)
-            self.sh(tb, 0, "pkill -INT -f 'crx [m]igrate c1'")
-            rc, out, err = tb.wait(mh, timeout=600)
-            rrc, _, _ = self.received(tb, rh, (rc, out, err), must_end=True,
-                                      log=self.RECEIVER_LOG)
-            rlog = self.sh(tb, 1, f"cat {self.RECEIVER_LOG}")
-            self.assertNotEqual(rc, 0, "an interrupted migrate must not report success")
+            report, err, _ = self.interrupt_the_sender(tb, rh, mh)
             self.assertIn("interrupted", err)
-            self.assertNotEqual(rrc, 0, rlog)
-            report = json.loads(out.strip().splitlines()[-1])
             self.assertIn("restore", [p["name"] for p in report["phases"]],
                           "the interrupt must come during the destination's restore")
             self.assertNotIn("commit", [p["name"] for p in report["phases"]], report)

@@ -235,7 +235,8 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     // What the checkpointed container was beyond its processes: its
     // cgroup gets the resources `crx update` gave it, not the bundle's
     // (which prepare() applied).
-    if (auto c = read_carried_state(images_dir)) carried_ = std::make_unique<CarriedState>(std::move(*c));
+    if (auto c = read_carried_state(images_dir))
+      carried_ = std::make_unique<CarriedState>(std::move(*c));
     const CarriedState* carried = carried_.get();
     if (carried && carries_other_resources(s.raw, *carried)) {
       s = spec::parse_spec(config_with_resources(s.raw, *carried),

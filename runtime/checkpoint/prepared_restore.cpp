@@ -296,6 +296,14 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
         resumed_error = std::current_exception();
       }
     };
+    auto freeze_before_release = [&] {
+      try {
+        cg_->freeze();
+      } catch (const std::exception& e) {
+        log::warn("restore of " + id_ + ": the restored tasks could not be frozen before CRIU "
+                  "lets them go, to be killed: " + e.what());
+      }
+    };
     auto notify = [&](Notification& n) {
       if (n.script == "setup-namespaces" && n.pid > 0) {
         restored_ = n.pid;
@@ -316,21 +324,32 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
           container::run_hooks_or_throw(s.hooks.create_runtime, "createRuntime", js);
         }
       } else if (n.script == "pre-resume") {
-        // The verbs plugin's late hook ran before this: it says in the
-        // images dir whether the objects came back (it cannot fail CRIU).
-        rdma::check_verbs_restore(images_dir);
-        // The network sysctls the dump did not carry, set before a single
-        // instruction of the container runs (fresh_netns.hpp).
-        if (carried) apply_carried_sysctls(restored_, carried->net_sysctls);
-        // A paused container stays paused: frozen while CRIU still holds
-        // its tasks (as CRIU restores a v1 freezer state), so not one
-        // instruction of theirs runs when CRIU lets them go.
-        if (paused_again) cg_->freeze();
-        held = true;
-        if (hold) {
-          in_hold_ = true;
-          ScopeGuard out_of_hold([&] { in_hold_ = false; });
-          hold();
+        try {
+          // The verbs plugin's late hook ran before this: it says in the
+          // images dir whether the objects came back (it cannot fail CRIU).
+          rdma::check_verbs_restore(images_dir);
+          // The network sysctls the dump did not carry, set before a
+          // single instruction of the container runs (fresh_netns.hpp).
+          if (carried) apply_carried_sysctls(restored_, carried->net_sysctls);
+          // A paused container stays paused: frozen while CRIU still holds
+          // its tasks (as CRIU restores a v1 freezer state), so not one
+          // instruction of theirs runs when CRIU lets them go.
+          if (paused_again) cg_->freeze();
+          held = true;
+          if (hold) {
+            in_hold_ = true;
+            ScopeGuard out_of_hold([&] { in_hold_ = false; });
+            hold();
+          }
+        } catch (...) {
+          // CRIU 3.17 lets the tasks go even when this notification fails
+          // (cr-restore.c only logs a pre-resume script's failure). Frozen
+          // first, not one instruction of theirs runs before release()
+          // kills them: a copy that ran here, however briefly, would act
+          // beside the source the rollback resumes (a migration whose
+          // Commit never came).
+          freeze_before_release();
+          throw;
         }
       } else if (n.script == "post-resume" && held && restored_ > 0) {
         // The tasks run (CRIU wrote its stats just before): CRIU's exit

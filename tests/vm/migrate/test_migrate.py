@@ -782,9 +782,10 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         """A Ctrl-C of crx migrate while the destination's CRIU restores: the
         sender rolls back at the RestoreOk, after the destination saved the
         container's state ahead (while the Commit would travel), so the
-        receiver must undo a restore whose state.json exists. A prestart
-        hook that sleeps on g1 (hooks run again at CRIU's setup-namespaces)
-        holds the restore long enough to interrupt it there."""
+        receiver must undo a restore whose state.json exists, and the
+        restored copy must not run at all. A prestart hook that sleeps on
+        g1 (hooks run again at CRIU's setup-namespaces) holds the restore
+        long enough to interrupt it there."""
         tb = self.tb
         b = os.path.join(tb.scratch, "bundle-slow-hook")
         shutil.copytree(self.bundle, b, symlinks=True)
@@ -793,6 +794,13 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
             spec = json.load(f)
         spec["hooks"] = {"prestart": [{"path": "/bin/sh", "args": [
             "sh", "-c", f"[ ! -e /tmp/slow-prestart ] || {{ touch {marker}; sleep 6; }}"]}]}
+        # Lines as fast as the shell writes them, not one every 0.2 s: a
+        # destination copy that ran at all before it was killed (CRIU 3.17
+        # lets the tasks go even when its pre-resume notification fails)
+        # writes lines the source writes again, which the count's check
+        # below finds.
+        args = spec["process"]["args"]
+        args[-1] = args[-1].replace("sleep 0.2", ":")
         with open(os.path.join(b, "config.json"), "w") as f:
             json.dump(spec, f)
         try:

@@ -470,6 +470,12 @@ class Guest:
             # to the HPET: every clock read an emulated MMIO access, and
             # perftest's clock check fails; one vCPU has one TSC
             "tsc=reliable",
+            # the boot's check that the 8254 timer ticks through the IO-APIC
+            # can miss its window under TCG on a loaded host, and the guest
+            # panics ("IO-APIC + timer doesn't work": a clean-clone run on
+            # 2026-12-06); the timer works, so the check is skipped, as
+            # virtual machines' images commonly do
+            "no_timer_check",
             f"crx.name={self.name}", f"crx.ip={self.ip}/24",
             "crx.hosts=" + ",".join(f"{g.name}={g.ip}" for g in tb.guests),
             f"crx.scratch={tb.scratch}", f"crx.rxe={1 if tb.rxe else 0}",

@@ -800,6 +800,7 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         # writes lines the source writes again, which the count's check
         # below finds.
         args = spec["process"]["args"]
+        self.assertIn("sleep 0.2", args[-1], "the counter's pause, to be taken out")
         args[-1] = args[-1].replace("sleep 0.2", ":")
         with open(os.path.join(b, "config.json"), "w") as f:
             json.dump(spec, f)

@@ -83,6 +83,7 @@ struct OptsBuilder {
   std::array<JoinNamespace*, 3> join_ptrs{};
   std::vector<int> child_fds;  // fds CRIU itself must inherit
   std::string config_file;
+  std::string libdir;                     // the config file's, "" for none
   std::vector<std::string> config_lines;  // beyond libdir, for the config file
   bool defer_verbs_resume = false;
 
@@ -123,9 +124,9 @@ struct OptsBuilder {
     opts.n_external = external.size();
     opts.external = external.data();
     const int config_dir = o.work_dir_fd >= 0 ? o.work_dir_fd : o.images_dir_fd;
-    std::string libdir = !o.plugins       ? make_no_plugins_dir(config_dir)
-                         : o.criu_libdir ? *o.criu_libdir
-                                         : criu_plugin_dir();
+    libdir = !o.plugins       ? make_no_plugins_dir(config_dir)
+             : o.criu_libdir ? *o.criu_libdir
+                             : criu_plugin_dir();
     if (!libdir.empty() || !config_lines.empty()) {
       config_file = write_criu_config(config_dir, libdir, config_lines);
       opts.config_file = s(config_file);
@@ -225,6 +226,17 @@ struct OptsBuilder {
       opts.n_join_ns = n;
       opts.join_ns = join_ptrs.data();
     }
+  }
+
+  // All that CRIU reads of req, this builder's request: its packed bytes
+  // and the config file's lines. Two requests with the same key ask CRIU
+  // for the same thing.
+  std::string key(const CriuReq& req) const {
+    std::string out(criu_req__get_packed_size(&req), '\0');
+    criu_req__pack(&req, reinterpret_cast<uint8_t*>(out.data()));
+    out += '\n' + libdir;
+    for (const auto& line : config_lines) out += '\n' + line;
+    return out;
   }
 
   static void set(protobuf_c_boolean& has, protobuf_c_boolean& field, bool v) {
@@ -387,11 +399,26 @@ std::string read_log(const CommonOptions& o) {
   throw Error(msg);
 }
 
-// Sends req to a waiting CRIU and serves notifications until the final
-// response.
-RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
-              const CommonOptions* o, const NotifyHandler& notify) {
-  if (!session.send(req)) fail(action, o, session.exit_reason() + " before reading the request");
+// Answers CRIU's notification: go on (ok) or stop. False when CRIU is gone.
+bool send_answer(SwrkSession& session, bool ok) {
+  CriuReq ack = CRIU_REQ__INIT;
+  ack.type = CRIU_REQ_TYPE__NOTIFY;
+  ack.has_notify_success = true;
+  ack.notify_success = ok;
+  return session.send(ack);
+}
+
+void answer(SwrkSession& session, const std::string& action, const CommonOptions* o,
+            const std::string& script, bool ok) {
+  if (!send_answer(session, ok)) fail(action, o, session.exit_reason() + " during " + script);
+}
+
+// Serves CRIU's notifications on a request of `type` sent already, until
+// its final response, returned. With stop_at, a notification of that name
+// is left unanswered instead, and null returned: CRIU waits there.
+RespPtr serve_replies(SwrkSession& session, const std::string& action, int type,
+                      const CommonOptions* o, const NotifyHandler& notify,
+                      std::string_view stop_at = {}) {
   std::optional<std::string> handler_error;
   for (;;) {
     UniqueFd passed;
@@ -399,7 +426,7 @@ RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
     if (!resp) fail(action, o, session.exit_reason() + " without answering");
     if (resp->type != CRIU_REQ_TYPE__NOTIFY) {
       if (handler_error) throw Error(*handler_error);
-      if (resp->type != req.type) {
+      if (resp->type != type) {
         fail(action, o, "unexpected response type " + std::to_string(resp->type));
       }
       if (!resp->success) {
@@ -417,6 +444,7 @@ RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
       if (resp->notify->script) n.script = resp->notify->script;
       n.pid = resp->notify->has_pid ? resp->notify->pid : 0;
     }
+    if (!stop_at.empty() && n.script == stop_at) return nullptr;
     n.fd = std::move(passed);
     bool ok = true;
     if (notify && !handler_error) {
@@ -427,12 +455,16 @@ RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
         handler_error = "criu " + action + " stopped at " + n.script + ": " + e.what();
       }
     }
-    CriuReq ack = CRIU_REQ__INIT;
-    ack.type = CRIU_REQ_TYPE__NOTIFY;
-    ack.has_notify_success = true;
-    ack.notify_success = ok;
-    if (!session.send(ack)) fail(action, o, session.exit_reason() + " during " + n.script);
+    answer(session, action, o, n.script, ok);
   }
+}
+
+// Sends req to a waiting CRIU and serves notifications until the final
+// response.
+RespPtr serve(SwrkSession& session, const std::string& action, CriuReq& req,
+              const CommonOptions* o, const NotifyHandler& notify) {
+  if (!session.send(req)) fail(action, o, session.exit_reason() + " before reading the request");
+  return serve_replies(session, action, req.type, o, notify);
 }
 
 // One CRIU child for one request: started, asked, served.
@@ -596,21 +628,75 @@ StartedDump::~StartedDump() = default;
 
 pid_t StartedDump::pid() const { return session_ ? session_->pid() : -1; }
 
+namespace {
+
+// The dump request of o into req (pointing into b and o), and its key, if
+// it fits the child of `inherited` fds started in the namespaces
+// `namespaces`. It asks for CRIU's notifications always, so that a request
+// sent ahead and the one it stands for compare equal.
+std::optional<std::string> fitting_dump_request(DumpOptions& o, const std::vector<int>& inherited,
+                                                const std::vector<std::pair<dev_t, ino_t>>& namespaces,
+                                                OptsBuilder& b, CriuReq& req) {
+  if (namespace_ids(o.criu_namespace_fds) != namespaces) return std::nullopt;
+  o.notify_scripts = true;
+  b.dump(o);
+  for (int fd : b.child_fds)
+    if (std::find(inherited.begin(), inherited.end(), fd) == inherited.end()) return std::nullopt;
+  req.type = CRIU_REQ_TYPE__DUMP;
+  req.opts = &b.opts;
+  return b.key(req);
+}
+
+constexpr std::string_view kPreDump = "pre-dump";
+
+}  // namespace
+
+bool StartedDump::send_ahead(const DumpOptions& o) {
+  if (!session_ || !parked_key_.empty())
+    throw Error("criu dump: the waiting criu was used already", Cause::Invalid);
+  DumpOptions notified = o;
+  OptsBuilder b;
+  CriuReq req = CRIU_REQ__INIT;
+  std::optional<std::string> key =
+      fitting_dump_request(notified, setup_.inherit_fds, namespaces_, b, req);
+  if (!key) {
+    session_.reset();
+    return false;
+  }
+  try {
+    if (!session_->send(req)) fail("dump", &o, session_->exit_reason() + " before reading the request");
+    serve_replies(*session_, "dump", req.type, &o, {}, kPreDump);
+  } catch (...) {
+    session_.reset();
+    throw;
+  }
+  parked_key_ = std::move(*key);
+  return true;
+}
+
 bool StartedDump::run(const DumpOptions& o, const NotifyHandler& notify) {
   if (!session_) throw Error("criu dump: the waiting criu was used already", Cause::Invalid);
   // Gone at the end, whatever happens: one request per child.
   std::unique_ptr<Session> session = std::move(session_);
-  if (namespace_ids(o.criu_namespace_fds) != namespaces_) return false;
+  const std::string parked = std::exchange(parked_key_, std::string());
+  DumpOptions notified = o;
   OptsBuilder b;
-  b.dump(o);
-  for (int fd : b.child_fds)
-    if (std::find(setup_.inherit_fds.begin(), setup_.inherit_fds.end(), fd) ==
-        setup_.inherit_fds.end())
-      return false;
   CriuReq req = CRIU_REQ__INIT;
-  req.type = CRIU_REQ_TYPE__DUMP;
-  req.opts = &b.opts;
-  serve(*session, "dump", req, &o, notify);
+  std::optional<std::string> key =
+      fitting_dump_request(notified, setup_.inherit_fds, namespaces_, b, req);
+  if (!parked.empty()) {
+    // CRIU waits at its pre-dump: a request other than the one sent is
+    // refused there (CRIU stops before it touched a task, and exits).
+    if (key != parked) {
+      send_answer(*session, false);  // CRIU gone already: as good
+      return false;
+    }
+    answer(*session, "dump", &o, std::string(kPreDump), true);
+    serve_replies(*session, "dump", req.type, &o, notify);
+  } else {
+    if (!key) return false;
+    serve(*session, "dump", req, &o, notify);
+  }
   answered_ = std::move(session);
   return true;
 }

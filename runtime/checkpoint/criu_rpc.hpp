@@ -145,7 +145,22 @@ class StartedDump {
   // go): waiting for its end is this object's destruction, so that it can
   // come after what the frozen window needs first (CRIU's exit took 60 ms
   // of a profiled window in a test-bed guest).
+  //
+  // After send_ahead(), run() answers the CRIU that waits at its pre-dump:
+  // with the request sent (the same options, fds and namespaces), CRIU
+  // goes on and run() is as above; with any other, CRIU is told to stop
+  // there (it has touched no task) and is gone, and run() is false.
   bool run(const DumpOptions& opts, const NotifyHandler& notify = {});
+  // The request of run(opts) sent now, before the container is frozen, and
+  // CRIU's notifications served until its "pre-dump", left unanswered:
+  // CRIU has then read the request and set itself up (options, config
+  // file, its kernel cache, the images dir, the parent link: ~54 ms of a
+  // TCG guest's frozen window otherwise; runtime/migrate/README.md) and
+  // waits before it looks at any task. True with CRIU waiting there; false,
+  // and the child gone, when the request does not fit it (as run()).
+  // Throws as criu_dump does (the child is gone then), and Error
+  // (Cause::Invalid) when the child was used already.
+  bool send_ahead(const DumpOptions& opts);
   // The waiting criu's pid; -1 once run.
   pid_t pid() const;
 
@@ -153,6 +168,7 @@ class StartedDump {
   class Session;
   Setup setup_;
   std::vector<std::pair<dev_t, ino_t>> namespaces_;
+  std::string parked_key_;  // send_ahead()'s request, CRIU waiting at pre-dump
   std::unique_ptr<Session> session_;
   std::unique_ptr<Session> answered_;  // run's child, exiting
 };

@@ -12,7 +12,8 @@ list, runc's output compared), so they are left to the host run; what
 they cost here under TCG (about 40% of the suite) is the vm label's time
 budget. What creates, limits, freezes, joins, updates or removes a
 cgroup, the device filter, and the tests that only run where kernel TLS
-exists (MigrateKernelTls, MigratePageRelay) run here."""
+exists (MigrateKernelTls, MigratePageRelay) or where CRIU can set up a
+dump (StartedDump) run here."""
 import os
 
 from vmtest import VmTestCase, main
@@ -42,8 +43,9 @@ class HostSuiteInGuest(VmTestCase):
             # of the host suite, what reaches the cgroup driver
             soak = binary.endswith("crx_soak_tests")
             only = "" if soak else f"--gtest_filter=-{':'.join(HOST_ONLY)} "
-            # a guest's modules are the test's to unload (ConntrackNetlink)
-            env = "CRX_SOAK_CYCLES=50 CRX_TEST_UNLOAD_MODULES=1"
+            # a guest's modules are the test's to unload (ConntrackNetlink),
+            # and CRIU can set up a dump there (StartedDump)
+            env = "CRX_SOAK_CYCLES=50 CRX_TEST_UNLOAD_MODULES=1 CRX_TEST_CRIU_DUMPS=1"
             rc, out, err = tb.run(0, f"{env} {binary} --gtest_brief=1 {only}2>&1", timeout=1500)
             print(out[-6000:])
             self.assertEqual(rc, 0, f"{os.path.basename(binary)} failed in the guest (pure cgroup v2)")

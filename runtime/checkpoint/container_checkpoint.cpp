@@ -155,8 +155,11 @@ std::vector<OutsideProcess> check_outside_processes(const SourceContainer& s, bo
   return outside;
 }
 
-void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir) {
-  for (auto& m : recreated_dump_mounts(s.spec, s.pid, images_dir)) {
+void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir,
+                          MountsChoice when) {
+  auto mounts = when == MountsChoice::Ahead ? recreated_dump_mounts_ahead(s.spec, s.pid)
+                                            : recreated_dump_mounts(s.spec, s.pid, images_dir);
+  for (auto& m : mounts) {
     log::debug("checkpoint: " + m.key + " is recreated on restore, not dumped");
     o.ext_mounts.push_back(std::move(m));
   }

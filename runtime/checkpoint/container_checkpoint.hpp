@@ -130,8 +130,12 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
 // For the final dump of a FROZEN container: the tmpfs mounts that restore
 // makes again (recreated_mounts.hpp) become external mounts, so CRIU
 // neither packs nor unpacks them; the contents of those that hold files go
-// into images_dir (carried_tmpfs.hpp).
-void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir);
+// into images_dir (carried_tmpfs.hpp). Ahead: the same choice for a request
+// sent while the container runs, nothing packed (recreated_dump_mounts_
+// ahead), to be made again frozen.
+enum class MountsChoice { Frozen, Ahead };
+void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir,
+                          MountsChoice when = MountsChoice::Frozen);
 // Freezes the container prepare_source() loaded, through its cgroup;
 // throws Error (Cause::NotFound) when its init is gone.
 void freeze_container(const SourceContainer& s);

@@ -178,8 +178,12 @@ std::vector<ExternalMount> choose_recreated_mounts(
   return out;
 }
 
-std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid,
-                                                 const std::string& images_dir) {
+namespace {
+
+// choose_recreated_mounts for the process pid, carry(root of pid, path)
+// deciding about a tmpfs that holds files.
+std::vector<ExternalMount> recreated_mounts_of(
+    const spec::Spec& s, pid_t pid, const std::function<bool(int, const std::string&)>& carry) {
   auto candidates = recreatable_tmpfs(s);
   if (candidates.empty()) return {};
   std::string proc = "/proc/" + std::to_string(pid);
@@ -199,9 +203,20 @@ std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid,
   return choose_recreated_mounts(
       candidates, parse_mount_points(mountinfo),
       [&](const std::string& p) { return dir_is_empty_in(root.get(), p); },
-      [&](const std::string& p) {
-        return !images_dir.empty() && carry_contents(root.get(), p, images_dir);
-      });
+      [&](const std::string& p) { return carry(root.get(), p); });
+}
+
+}  // namespace
+
+std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid,
+                                                 const std::string& images_dir) {
+  return recreated_mounts_of(s, pid, [&](int root, const std::string& p) {
+    return !images_dir.empty() && carry_contents(root, p, images_dir);
+  });
+}
+
+std::vector<ExternalMount> recreated_dump_mounts_ahead(const spec::Spec& s, pid_t pid) {
+  return recreated_mounts_of(s, pid, [](int, const std::string&) { return true; });
 }
 
 StagedTmpfs::StagedTmpfs(const spec::Spec& s, std::string dir) : dir_(std::move(dir)) {

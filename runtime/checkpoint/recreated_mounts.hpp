@@ -67,6 +67,11 @@ std::vector<ExternalMount> choose_recreated_mounts(
 // odd paths are left to CRIU.
 std::vector<ExternalMount> recreated_dump_mounts(const spec::Spec& s, pid_t pid,
                                                  const std::string& images_dir);
+// Its choice made ahead, while the container runs, for a request that is
+// checked against the frozen choice later: nothing is packed, and a tmpfs
+// that holds files counts as one crx will carry (when it cannot, the
+// frozen choice differs and the request sent ahead is not used).
+std::vector<ExternalMount> recreated_dump_mounts_ahead(const spec::Spec& s, pid_t pid);
 
 // Restore: a fresh tmpfs for every candidate and a /dev as crx makes it
 // (recreated_dev.hpp), mounted (private) under `dir`; ext_mounts() maps the dump's names to them. The destructor

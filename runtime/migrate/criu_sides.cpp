@@ -352,7 +352,7 @@ void CriuSource::destination_makes_uts_ipc(bool yes) {
   }
 }
 
-std::optional<checkpoint::UtsIpcContent> CriuSource::check_uts_ipc() {
+std::optional<checkpoint::UtsIpcContent> CriuSource::check_uts_ipc() const {
   if (!fresh_ipc_) return std::nullopt;
   try {
     std::vector<UniqueFd> ns = container_namespaces({.uts_ipc = true});
@@ -364,6 +364,23 @@ std::optional<checkpoint::UtsIpcContent> CriuSource::check_uts_ipc() {
     log::warn("migrate: " + id_ + "'s UTS and IPC namespaces are dumped by CRIU: " + e.what());
     return std::nullopt;
   }
+}
+
+CriuSource::NamespacesAnew CriuSource::namespaces_anew_ahead() const {
+  NamespacesAnew out;
+  if (!fresh_netns_.empty()) {
+    out.net = true;  // unwatched: the freeze's comparison decides alone
+    if (netns_watch_) {
+      try {
+        using Sysctls = checkpoint::NetnsWatch::Sysctls;
+        out.net = !netns_watch_->compare(fresh_netns_, Sysctls::Later).config_difference;
+      } catch (const Error& e) {
+        log::debug("migrate: " + id_ + "'s network namespace not compared ahead: " + e.what());
+      }
+    }
+  }
+  out.uts_ipc = check_uts_ipc().has_value();
+  return out;
 }
 
 std::vector<UniqueFd> CriuSource::criu_in_container_namespaces(checkpoint::DumpOptions& o,
@@ -399,7 +416,8 @@ std::vector<UniqueFd> CriuSource::container_namespaces(NamespacesAnew anew) cons
   return out;
 }
 
-void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
+void CriuSource::prepare_dump(const std::string& images_dir, const std::string& parent,
+                              int page_fd) {
   ready_dump_.reset();
   netns_watch_.reset();
   if (!fresh_netns_.empty()) {
@@ -414,6 +432,7 @@ void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
   }
   ReadyDump r;
   r.images_dir = images_dir;
+  r.parent = parent;
   r.page_fd = page_fd;
   checkpoint::StartedDump::Setup s;
   if (page_dedup_) {
@@ -422,16 +441,33 @@ void CriuSource::prepare_dump(const std::string& images_dir, int page_fd) {
   } else {
     s.inherit_fds.push_back(page_fd);
   }
-  UniqueFd work = open_dir(images_dir + ".work");
-  r.output.reset(::openat(work.get(), "dump.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  r.images = open_dir(images_dir);
+  r.work = open_dir(images_dir + ".work");
+  r.output.reset(::openat(r.work.get(), "dump.log", O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
   if (!r.output) throw_errno("open " + images_dir + ".work/dump.log");
   s.output_fd = r.output.get();
-  r.namespaces =
-      container_namespaces({.net = !fresh_netns_.empty(), .uts_ipc = fresh_ipc_.has_value()});
+  const NamespacesAnew anew = namespaces_anew_ahead();
+  r.namespaces = container_namespaces(anew);
   for (const UniqueFd& fd : r.namespaces) s.namespace_fds.push_back(fd.get());
   r.criu = std::make_unique<checkpoint::StartedDump>(s);
-  log::debug("migrate: " + id_ + ": the final dump's CRIU waits (pid " +
-             std::to_string(r.criu->pid()) + ")");
+  // Its request now, with what the running container gives: CRIU sets
+  // itself up while the container runs and waits at its pre-dump, before
+  // it looks at a task. The frozen window then starts where CRIU seizes
+  // the tasks (runtime/migrate/README.md, "The final dump's request sent
+  // before the freeze").
+  const auto t0 = std::chrono::steady_clock::now();
+  checkpoint::DumpOptions o = dump_options(r.images.get(), r.work.get(), parent, "dump.log",
+                                           checkpoint::MountsChoice::Ahead, images_dir);
+  std::vector<UniqueFd> namespaces = criu_in_container_namespaces(o, anew);
+  o.page_server = checkpoint::PageServerTarget{"", 0, s.inherit_fds.front()};
+  const pid_t pid = r.criu->pid();
+  r.request_ahead = r.criu->send_ahead(o);
+  if (!r.request_ahead) r.criu.reset();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  log::debug("migrate: " + id_ + ": the final dump's CRIU (pid " + std::to_string(pid) + ") " +
+             (r.request_ahead ? "waits at its pre-dump, its request sent in " : "is gone: ") +
+             (r.request_ahead ? std::to_string(ms) + " ms" : "the request did not fit it"));
   ready_dump_ = std::move(r);
 }
 
@@ -443,6 +479,29 @@ void CriuSource::write_carried_state(
   c.new_netns_outside_images = net.moves_empty;
   c.uts_ipc_outside_images = uts_ipc;
   checkpoint::write_carried_state(images_dir, c);
+}
+
+checkpoint::DumpOptions CriuSource::dump_options(
+    int images_fd, int work_fd, const std::string& parent, const char* log,
+    std::optional<checkpoint::MountsChoice> final_dump, const std::string& images_dir) const {
+  checkpoint::DumpOptions o = src_.base;
+  o.log_file = log;
+  o.parent_img = parent;
+  o.track_mem = true;
+  o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
+  o.images_dir_fd = images_fd;
+  o.work_dir_fd = work_fd;
+  // The container is frozen for the final dump: its tmpfs mounts can be
+  // made again at the destination instead of packed by CRIU (the files of
+  // one that holds any go into the images dir, carried_tmpfs.hpp).
+  if (final_dump) {
+    checkpoint::add_recreated_mounts(o, src_, images_dir, *final_dump);
+    o.plugins = needs_verbs_plugin();
+    o.validate_file_sizes_only = build_ids_checked();
+  }
+  // A migration's dumps lift their lock themselves (network_lock.hpp).
+  o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
+  return o;
 }
 
 void CriuSource::run_dump(
@@ -459,25 +518,13 @@ void CriuSource::run_dump(
     ready.reset();
   if (check_parent && !page_dedup_) parent.clear();
   const std::string work_dir = images_dir + ".work";  // CRIU's logs and stats-dump
-  UniqueFd images = open_dir(images_dir);
-  UniqueFd work = open_dir(work_dir);
-  checkpoint::DumpOptions o = src_.base;
-  o.log_file = log;
-  o.parent_img = parent;
-  o.track_mem = true;
-  o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
-  o.images_dir_fd = images.get();
-  o.work_dir_fd = work.get();
-  // The container is frozen for the final dump: its tmpfs mounts can be
-  // made again at the destination instead of packed by CRIU (the files of
-  // one that holds any go into the images dir, carried_tmpfs.hpp).
-  if (final_dump) {
-    checkpoint::add_recreated_mounts(o, src_, images_dir);
-    o.plugins = needs_verbs_plugin();
-    o.validate_file_sizes_only = build_ids_checked();
-  }
-  // A migration's dumps lift their lock themselves (network_lock.hpp).
-  o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
+  // A request sent ahead named these dirs' fds: the same ones here.
+  UniqueFd images = ready ? std::move(ready->images) : open_dir(images_dir);
+  UniqueFd work = ready ? std::move(ready->work) : open_dir(work_dir);
+  checkpoint::DumpOptions o =
+      dump_options(images.get(), work.get(), parent, log,
+                   final_dump ? std::optional(checkpoint::MountsChoice::Frozen) : std::nullopt,
+                   images_dir);
   std::vector<UniqueFd> namespaces = criu_in_container_namespaces(o, anew);
   // CRIU writes its pages through the filter that leaves out what the
   // destination holds already (page_dedup.hpp); the relay owns a copy of
@@ -513,13 +560,20 @@ void CriuSource::run_dump(
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};
   log::debug("migrate: " + id_ + ": CRIU's " + log + " begins");
-  // A CRIU started for another namespace (the comparison at the freeze
-  // found the namespace configured) is ended by run(); the dump then
-  // starts its own.
-  if (!ready || !ready->criu->run(o))
-    criu_call(o, {});
-  else
+  // The CRIU started ahead runs the dump when its request fits: the one
+  // sent ahead, if any, must be this very request (StartedDump::run). A
+  // CRIU that does not fit (the choices at the freeze differ from those
+  // ahead, say) is let go by run(); the dump then starts its own.
+  const bool ahead = ready && ready->request_ahead;
+  if (ready && ready->criu && ready->criu->run(o)) {
     exiting_criu_ = std::move(ready->criu);  // its exit is waited for later
+    last_round_.dump_request_ahead = ahead;
+  } else {
+    if (ahead)
+      log::debug("migrate: " + id_ + ": the request sent ahead is not the frozen container's: "
+                 "its CRIU was let go, another one dumps");
+    criu_call(o, {});
+  }
   log::debug("migrate: " + id_ + ": CRIU's " + log + " ended");
   if (dedup) last_round_.dedup = dedup->finish();
   last_round_.criu = checkpoint::read_criu_dump_stats(work_dir);

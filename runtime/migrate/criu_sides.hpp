@@ -33,9 +33,13 @@ class CriuSource : public SourceSide {
   CriuSource(container::GlobalOptions g, std::string id, checkpoint::CriuFlags flags,
              bool kill_exec = false);
   void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) override;
-  // The final dump's `criu swrk` started and waiting (StartedDump), with
-  // the page filter's socket to CRIU made for it.
-  void prepare_dump(const std::string& images_dir, int page_fd) override;
+  // The final dump's `criu swrk` started (StartedDump), with the page
+  // filter's socket to CRIU made for it, and its request sent with the
+  // choices the running container gives (final_dump_options): CRIU waits
+  // at its pre-dump notification. dump() makes the choices again frozen and
+  // lets it go on when they are the same.
+  void prepare_dump(const std::string& images_dir, const std::string& parent,
+                    int page_fd) override;
   void freeze() override;
   void dump(const std::string& images_dir, const std::string& parent, int page_fd,
             ParentPages parent_pages) override;
@@ -82,6 +86,16 @@ class CriuSource : public SourceSide {
     bool net = false;      // check_netns
     bool uts_ipc = false;  // check_uts_ipc
   };
+  // A dump's options into the open images and work dirs: the container's
+  // base options, the parent, memory tracking, the network lock. For a
+  // final dump also what crx decides from the container's state: the
+  // mounts made again (MountsChoice: frozen, their contents packed into
+  // images_dir; or ahead), the verbs plugin, CRIU's build-ids. Its
+  // namespaces and page channel are the caller's.
+  checkpoint::DumpOptions dump_options(int images_fd, int work_fd, const std::string& parent,
+                                       const char* log,
+                                       std::optional<checkpoint::MountsChoice> final_dump,
+                                       const std::string& images_dir) const;
   // One CRIU dump call (pre-dump or final) into images_dir, its ".work"
   // sibling as work dir, pages to page_fd, leaving out the namespaces anew.
   void run_dump(void (*criu_call)(const checkpoint::DumpOptions&, const checkpoint::NotifyHandler&),
@@ -125,7 +139,10 @@ class CriuSource : public SourceSide {
   // The container's UTS and IPC namespaces at the freeze: what they hold,
   // when the destination can make them anew holding it (nullopt: CRIU
   // dumps them; checkpoint/uts_ipc_anew.hpp).
-  std::optional<checkpoint::UtsIpcContent> check_uts_ipc();
+  std::optional<checkpoint::UtsIpcContent> check_uts_ipc() const;
+  // What check_netns() and check_uts_ipc() will decide at the freeze, as
+  // the running container shows it now (for prepare_dump's request).
+  NamespacesAnew namespaces_anew_ahead() const;
   // The container's namespaces that CRIU is to run in, in the order
   // DumpOptions::criu_namespace_fds and StartedDump compare them (net,
   // uts, ipc).
@@ -141,11 +158,14 @@ class CriuSource : public SourceSide {
   // window; where they decide otherwise, the dump starts a CRIU of its own).
   struct ReadyDump {
     std::string images_dir;
+    std::string parent;
     int page_fd = -1;
+    UniqueFd images, work;  // the request's dirs, the final dump's too
     std::optional<PageDedupRelay::Ends> relay_ends;  // with the page filter
     UniqueFd output;                                // CRIU's stdout/stderr: dump.log
     std::vector<UniqueFd> namespaces;               // where CRIU runs, when not ours
-    std::unique_ptr<checkpoint::StartedDump> criu;
+    std::unique_ptr<checkpoint::StartedDump> criu;  // null: it went (the request did not fit)
+    bool request_ahead = false;  // criu waits at its pre-dump (StartedDump::send_ahead)
   };
   // crx's carried state, with what check_netns() and check_uts_ipc() found.
   void write_carried_state(const std::string& images_dir, const NetnsAtFreeze& net,

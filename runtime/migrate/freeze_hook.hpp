@@ -33,8 +33,9 @@ class FreezeHookSource : public SourceSide {
   void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) override {
     inner_.pre_dump(images_dir, parent, page_fd);
   }
-  void prepare_dump(const std::string& images_dir, int page_fd) override {
-    inner_.prepare_dump(images_dir, page_fd);
+  void prepare_dump(const std::string& images_dir, const std::string& parent,
+                    int page_fd) override {
+    inner_.prepare_dump(images_dir, parent, page_fd);
   }
   void freeze() override;
   void dump(const std::string& images_dir, const std::string& parent, int page_fd,

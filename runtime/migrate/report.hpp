@@ -59,6 +59,7 @@ struct RoundReport {
   bool net_sysctls_late = false;    // its sysctls read after the images (RoundStats)
   bool uts_ipc_made_anew = false;   // UTS and IPC namespaces left out (RoundStats)
   bool build_ids_checked_ahead = false;  // CRIU validated sizes only (RoundStats)
+  bool dump_request_ahead = false;  // CRIU set up before the freeze (RoundStats)
   // CRIU's own account of the round (its stats-dump): how long it kept the
   // container frozen, and of that the memory dump and write.
   std::optional<checkpoint::CriuDumpStats> criu;

@@ -206,7 +206,7 @@ class Sender {
       // and waiting); a lazy dump's CRIU is another call.
       if (!o_.manifest.lazy) {
         clock_.begin("prepare dump");
-        src_.prepare_dump(round_dir(round_), ahead->page_fd.get());
+        src_.prepare_dump(round_dir(round_), ahead->start.parent, ahead->page_fd.get());
       }
     }
     clock_.begin("freeze");
@@ -378,6 +378,7 @@ class Sender {
       r.net_sysctls_late = stats.net_sysctls_late;
       r.uts_ipc_made_anew = stats.uts_ipc_made_anew;
       r.build_ids_checked_ahead = stats.build_ids_checked_ahead;
+      r.dump_request_ahead = stats.dump_request_ahead;
       r.criu = stats.criu;
     }
     double criu_s = seconds_since(c0);

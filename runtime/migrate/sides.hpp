@@ -45,6 +45,9 @@ struct RoundStats {
   // Final dump: CRIU validated file sizes only, the build-ids having been
   // checked by the destination before the freeze (elf_files.hpp).
   bool build_ids_checked_ahead = false;
+  // Final dump: its request was sent before the freeze, and CRIU had set
+  // itself up by then (SourceSide::prepare_dump).
+  bool dump_request_ahead = false;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU
@@ -103,11 +106,14 @@ class SourceSide {
   // images_dir; the container keeps running. parent: "../<round>" or "".
   virtual void pre_dump(const std::string& images_dir, const std::string& parent, int page_fd) = 0;
   // Before the freeze, with the final round's page channel open: what the
-  // final dump() into images_dir on page_fd can make ready while the
-  // container runs (CriuSource: its CRIU started and waiting). dump() with
-  // other arguments, or no dump at all, discards it. Pure: a wrapper that
-  // forgot to forward it would put that work back into the frozen window.
-  virtual void prepare_dump(const std::string& images_dir, int page_fd) = 0;
+  // final dump() into images_dir with parent on page_fd can make ready
+  // while the container runs (CriuSource: its CRIU started, and its request
+  // sent with what the running container looks like, CRIU waiting before
+  // it touches a task). dump() with other arguments, or no dump at all,
+  // discards it. Pure: a wrapper that forgot to forward it would put that
+  // work back into the frozen window.
+  virtual void prepare_dump(const std::string& images_dir, const std::string& parent,
+                            int page_fd) = 0;
   // Freezes the container (cgroup freezer): downtime starts.
   virtual void freeze() = 0;
   // The final dump; the container is left frozen, not killed.

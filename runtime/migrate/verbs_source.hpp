@@ -34,8 +34,9 @@ class VerbsSource : public SourceSide {
   // them only once CRIU gets to the uverbs fds): a frozen receiver posts
   // no receives, and its partners' RNR retries must not run out meanwhile.
   // A failure rolls back (resume() resumes the QPs stopped so far).
-  void prepare_dump(const std::string& images_dir, int page_fd) override {
-    inner_.prepare_dump(images_dir, page_fd);
+  void prepare_dump(const std::string& images_dir, const std::string& parent,
+                    int page_fd) override {
+    inner_.prepare_dump(images_dir, parent, page_fd);
   }
   void freeze() override;
   // Checks the parent's pages once verbs objects were seen (above).

@@ -29,7 +29,7 @@ struct MarkingSource : SourceSide {
   int freezes = 0, dumps = 0, resumes = 0;
   void pre_dump(const std::string&, const std::string&, int) override {}
   int prepared_dumps = 0;
-  void prepare_dump(const std::string&, int) override { ++prepared_dumps; }
+  void prepare_dump(const std::string&, const std::string&, int) override { ++prepared_dumps; }
   void freeze() override {
     ++freezes;
     crx::write_file(marker, "frozen");

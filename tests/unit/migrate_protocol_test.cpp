@@ -151,9 +151,11 @@ struct FakeSource : SourceSide {
   // The dump prepared before the freeze: its dir and page channel, which
   // dump() must then get.
   std::vector<std::string> prepared_dumps;
+  std::string prepared_parent;
   int prepared_fd = -1;
-  void prepare_dump(const std::string& dir, int fd) override {
+  void prepare_dump(const std::string& dir, const std::string& parent, int fd) override {
     prepared_dumps.push_back(dir);
+    prepared_parent = parent;
     prepared_fd = fd;
     if (events) events->add("source dump prepared");
   }
@@ -164,11 +166,13 @@ struct FakeSource : SourceSide {
       throw crx::Error("container c1 has 1 process outside its init's process tree");
   }
   bool verbs_at_final_dump = false;  // verbs objects made after the manifest
-  std::string dump_dir;  // the final dump's, and its page channel
+  std::string dump_dir;  // the final dump's, its parent and its page channel
+  std::string dump_parent;
   int dump_fd = -1;
   void dump(const std::string& dir, const std::string& parent, int fd, ParentPages) override {
     ++dumps;
     dump_dir = dir;
+    dump_parent = parent;
     dump_fd = fd;
     if (fail_dump) throw crx::Error("criu dump failed: Error (criu/cr-dump.c:1): boom");
     write_round(dir, parent, fd);
@@ -1081,8 +1085,8 @@ TEST(MigrateProtocol, TheFinalRoundsChannelOpensBeforeTheFreeze) {
 }
 
 // With the final round's channel open, before the freeze, the source makes
-// its dump ready (CriuSource: its CRIU started and waiting) for exactly the
-// dir and page channel the dump then gets.
+// its dump ready (CriuSource: its CRIU started, its request sent) for
+// exactly the dir, parent and page channel the dump then gets.
 TEST(MigrateProtocol, TheFinalDumpIsPreparedBeforeTheFreezeForItsDirAndChannel) {
   Harness h;
   h.pre_copy = 1;
@@ -1090,6 +1094,8 @@ TEST(MigrateProtocol, TheFinalDumpIsPreparedBeforeTheFreezeForItsDirAndChannel) 
   ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
   ASSERT_EQ(h.src.prepared_dumps.size(), 1u);
   EXPECT_EQ(h.src.prepared_dumps[0], h.src.dump_dir);
+  EXPECT_EQ(h.src.prepared_parent, "../1");
+  EXPECT_EQ(h.src.prepared_parent, h.src.dump_parent);
   EXPECT_EQ(h.src.prepared_fd, h.src.dump_fd);
   EXPECT_LT(h.events.at("source dump prepared"), h.events.at("source frozen"));
   int prepare = phase_index(r.sender, "prepare dump");

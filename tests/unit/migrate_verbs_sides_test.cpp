@@ -86,7 +86,9 @@ struct FakeSource : SourceSide {
     write_file(dir + "/core-1.img", "x");
     (void)!::write(fd, "pages", 5);
   }
-  void prepare_dump(const std::string&, int) override { calls.add("prepare dump"); }
+  void prepare_dump(const std::string&, const std::string&, int) override {
+    calls.add("prepare dump");
+  }
   void freeze() override { calls.add("freeze"); }
   void dump(const std::string& dir, const std::string& parent, int fd,
             ParentPages pages) override {

@@ -328,6 +328,10 @@ class MigrateTest(TwoGuests, Receiving, Base):
         # sent, while the destination restored (LateState).
         self.assertTrue(rounds[-1].get("network_sysctls_read_after_images"), rounds[-1])
         self.assertTrue(rounds[-1].get("uts_ipc_namespaces_made_anew"), rounds[-1])
+        # The final dump's request went before the freeze, and the frozen
+        # container's (the mounts made again, /dev, the namespaces anew,
+        # no plugin) was the same, so CRIU went on with it.
+        self.assertTrue(rounds[-1].get("dump_request_ahead"), rounds[-1])
         final_criu = rounds[-1]["criu"]
         self.assertGreater(final_criu["frozen_seconds"], 0, final_criu)
         self.assertLessEqual(final_criu["memdump_seconds"], final_criu["frozen_seconds"], final_criu)
@@ -397,15 +401,20 @@ class MigrateTest(TwoGuests, Receiving, Base):
                        "iptables -w -A INPUT -s 10.78.0.9 -j DROP && "
                        "sysctl -qw net.ipv4.tcp_keepalive_time=1234'")
         # And its IPC namespace holds a SysV segment: CRIU dumps the UTS and
-        # IPC namespaces too, the segment with its contents.
-        self.sh(tb, 0, f"nsenter -t {pid} -i ipcmk --shmem 8192")
+        # IPC namespaces too, the segment with its contents. Made once the
+        # container is frozen (--on-freeze runs then), after the final
+        # dump's request went: that request had the namespaces made anew,
+        # so the frozen container's is another, which CRIU is given instead.
         rh = self.start_receiver(tb)
-        rc, out, err = self.migrate(tb)
+        rc, out, err = self.migrate(
+            tb, f"--pre-copy 1 --on-freeze 'nsenter -t {pid} -i ipcmk --shmem 8192 >&2'")
         rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
+        self.assertIn("Shared memory id", err, "the --on-freeze hook did not run")
         report = json.loads(out.strip().splitlines()[-1])
         print("sender report:", report_line(report), flush=True)
+        self.assertNotIn("dump_request_ahead", report["rounds"][-1])
         self.assertNotIn("network_namespace_moved_empty", report["rounds"][-1])
         self.assertEqual(report["rounds"][-1].get("network_sysctls_carried"), 1, report["rounds"][-1])
         self.assertTrue(report["rounds"][-1].get("network_namespace_read_before_freeze"),

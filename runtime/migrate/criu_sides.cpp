@@ -333,8 +333,9 @@ bool CriuSource::build_ids_checked() const {
   const bool covered = elf_seen_->covers(container_pids());
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0).count();
-  log::debug("migrate: " + id_ + "'s files at the freeze " +
-             (covered ? "were all read before it" : "include one not read before it") + " (" +
+  log::debug("migrate: " + id_ + "'s files now " +
+             (covered ? "were all read with the manifest" : "include one not read with it") +
+             " (" +
              std::to_string(ms) + " ms): CRIU validates " +
              (covered ? "their sizes only" : "their build-ids"));
   return covered;
@@ -432,7 +433,6 @@ void CriuSource::prepare_dump(const std::string& images_dir, const std::string& 
   }
   ReadyDump r;
   r.images_dir = images_dir;
-  r.parent = parent;
   r.page_fd = page_fd;
   checkpoint::StartedDump::Setup s;
   if (page_dedup_) {
@@ -641,11 +641,20 @@ void CriuSource::pre_dump(const std::string& images_dir, const std::string& pare
 }
 
 void CriuSource::freeze() {
+  const auto t0 = std::chrono::steady_clock::now();
   checkpoint::freeze_container(src_);
+  const auto t1 = std::chrono::steady_clock::now();
   // Frozen: the set cannot change any more. A refusal here rolls back
   // (resume() thaws the source).
   left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
+  const auto t2 = std::chrono::steady_clock::now();
   checkpoint::check_container_unix_sockets(src_.state, src_.base.ext_unix_sk);
+  const auto ms = [](auto a, auto b) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
+  };
+  log::debug("migrate: " + id_ + " frozen in " + ms(t0, t1) + " ms; its processes checked in " +
+             ms(t1, t2) + " ms, its unix sockets in " + ms(t2, std::chrono::steady_clock::now()) +
+             " ms");
 }
 
 void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd,

@@ -114,11 +114,12 @@ class CriuSource : public SourceSide {
       const ProcTaskMemory& memory) const;
   // Does a final dump need CRIU's verbs plugin (a task holds a verbs
   // context)? Without one, CRIU loads no plugin: that is 0.09 s less of
-  // frozen time (tests/bench/migrate README).
+  // frozen time (tests/bench/migrate README). Asked frozen, and ahead.
   bool needs_verbs_plugin() const;
-  // In the frozen window: the final dump may validate file sizes only
-  // (the destination found every ELF file of read_elf_files() the same,
-  // and the tasks hold no other). Never throws.
+  // Whether the final dump may validate file sizes only (the destination
+  // found every ELF file of read_elf_files() the same, and the tasks hold
+  // no other): asked in the frozen window, and before it for the request
+  // sent ahead. Never throws.
   bool build_ids_checked() const;
   // The container's own network namespace at the freeze, against a new
   // one (checkpoint/fresh_netns.hpp). Its configuration as a new one's:
@@ -158,7 +159,6 @@ class CriuSource : public SourceSide {
   // window; where they decide otherwise, the dump starts a CRIU of its own).
   struct ReadyDump {
     std::string images_dir;
-    std::string parent;
     int page_fd = -1;
     UniqueFd images, work;  // the request's dirs, the final dump's too
     std::optional<PageDedupRelay::Ends> relay_ends;  // with the page filter

@@ -1,5 +1,7 @@
 #include "migrate/verbs_source.hpp"
 
+#include <chrono>
+
 #include "common/error.hpp"
 #include "common/log.hpp"
 
@@ -31,11 +33,13 @@ void VerbsSource::pre_dump(const std::string& images_dir, const std::string& par
 
 void VerbsSource::freeze() {
   inner_.freeze();
+  const auto t0 = std::chrono::steady_clock::now();
   int n = qps_.stop_all(id_);
-  if (n > 0) {
-    verbs_seen_ = true;
-    log::debug("migrate: stopped " + std::to_string(n) + " QPs of " + id_ + " at the freeze");
-  }
+  if (n > 0) verbs_seen_ = true;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  log::debug("migrate: stopped " + std::to_string(n) + " QPs of " + id_ + " at the freeze, in " +
+             std::to_string(ms) + " ms");
 }
 
 void VerbsSource::resume() {

@@ -154,7 +154,7 @@ class StartedDump {
   // The request of run(opts) sent now, before the container is frozen, and
   // CRIU's notifications served until its "pre-dump", left unanswered:
   // CRIU has then read the request and set itself up (options, config
-  // file, its kernel cache, the images dir, the parent link: ~54 ms of a
+  // file, its kernel cache, the images dir, the parent link: 38-54 ms of a
   // TCG guest's frozen window otherwise; runtime/migrate/README.md) and
   // waits before it looks at any task. True with CRIU waiting there; false,
   // and the child gone, when the request does not fit it (as run()).

@@ -205,6 +205,13 @@ class MpiTest(VmTestCase):
     def assert_moved(self, move, dst):
         self.assertEqual(move["rc"], 0, f"crx-mpi-agent move failed: {move['err']}\n{self.bed.logs()}")
         self.assertEqual(move["report"]["outcome"], "migrated", move["report"])
+        # The final dump ran on the CRIU whose request went before the
+        # freeze: what the rank showed then (its namespaces, the verbs
+        # plugin, the libraries) was what it showed frozen
+        # (runtime/migrate/README.md, "The final dump's request sent
+        # before the freeze").
+        final = move["report"]["rounds"][-1]
+        self.assertTrue(final.get("final") and final.get("dump_request_ahead"), final)
         self.assertEqual(move["where"], {dst: "running"}, f"rank 0's container runs on g{dst} only")
         self.assertIn(rank_address(0), move["ns_dst"],
                       f"rank 0's address moved to g{dst}:\n{move['ns_dst']}")

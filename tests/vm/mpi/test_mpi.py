@@ -29,7 +29,6 @@ sends a 512 KiB block to each neighbour, above UCX's rendezvous threshold,
 so that eager (halo rows), rendezvous (RDMA read/write of the blocks) and
 collective traffic all cross the moves. The bed itself: mpi_bed.py, shared
 with tests/bench/mpi."""
-import json
 import os
 import sys
 import time

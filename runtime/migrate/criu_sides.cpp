@@ -465,9 +465,12 @@ void CriuSource::prepare_dump(const std::string& images_dir, const std::string& 
   if (!r.request_ahead) r.criu.reset();
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                       std::chrono::steady_clock::now() - t0).count();
+  const std::string what = r.request_ahead
+                                ? "waits at its pre-dump, its request sent in " +
+                                      std::to_string(ms) + " ms"
+                                : "is gone: the request did not fit it";
   log::debug("migrate: " + id_ + ": the final dump's CRIU (pid " + std::to_string(pid) + ") " +
-             (r.request_ahead ? "waits at its pre-dump, its request sent in " : "is gone: ") +
-             (r.request_ahead ? std::to_string(ms) + " ms" : "the request did not fit it"));
+             what);
   ready_dump_ = std::move(r);
 }
 
@@ -491,9 +494,10 @@ checkpoint::DumpOptions CriuSource::dump_options(
   o.leave_running = true;  // pre-dump: runs on; dump: stays frozen (cgroup)
   o.images_dir_fd = images_fd;
   o.work_dir_fd = work_fd;
-  // The container is frozen for the final dump: its tmpfs mounts can be
-  // made again at the destination instead of packed by CRIU (the files of
-  // one that holds any go into the images dir, carried_tmpfs.hpp).
+  // A final dump's tmpfs mounts can be made again at the destination
+  // instead of packed by CRIU: chosen frozen (the files of one that holds
+  // any go into the images dir, carried_tmpfs.hpp), or ahead for a request
+  // sent before the freeze (nothing packed; made again frozen).
   if (final_dump) {
     checkpoint::add_recreated_mounts(o, src_, images_dir, *final_dump);
     o.plugins = needs_verbs_plugin();

@@ -1838,6 +1838,17 @@ static int do_mkcase(const char *name, const char *dir)
 		mk_resume(&m, T_QP_B);	/* the world's dump stopped it */
 		mk_edit(&m, OP_RESTORE_QP, T_QP_A, e, 1);
 		mk_traffic(&m);
+	} else if (!strcmp(name, "comp-bad-resp")) {
+		/* QP a's completer is in the middle of an RDMA read response
+		 * (a dump taken during one), then QP a sends: the ack of the
+		 * send does not fit that sequence */
+		uint32_t e[] = { offsetof(struct rxe_migr_restore_qp,
+					  qp.comp_opcode),
+				 0x0e };	/* RC RDMA read response middle */
+
+		mk_resume(&m, T_QP_B);
+		mk_edit(&m, OP_RESTORE_QP, T_QP_A, e, 1);
+		mk_traffic(&m);
 	} else if (!strcmp(name, "recv-cur-sge")) {
 		/* every WQE of the SRQ ring says its receive is at SGE
 		 * 0x7fff0000 (a process can write that into its own ring);

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "checkpoint/criu_plugins.hpp"
+#include "cgroup/root_options.hpp"
 #include "common/child_process.hpp"
 #include "common/error.hpp"
 #include "common/log.hpp"
@@ -292,6 +293,16 @@ class SwrkSession {
     o.die_with_parent = die_with_us;
     o.namespace_fds = namespace_fds;
     child_ = spawn({g_criu_binary, "swrk", std::to_string(theirs.get())}, o);
+    // CRIU's cgroup2 mounts reset the host's cgroup2 options (it mounts
+    // none before a request): put back in the destructor
+    // (cgroup/root_options.hpp).
+    try {
+      host_cgroup_ = cgroup::RootOptions::acquire();
+      holds_host_cgroup_ = true;
+    } catch (const std::exception& e) {
+      log::warn("criu " + action_ + ": the host's cgroup2 options cannot be read, so they are "
+                "not kept across CRIU's run: " + e.what());
+    }
   }
 
   ~SwrkSession() {
@@ -306,6 +317,7 @@ class SwrkSession {
       log::warn("criu " + action_ + ": " + e.what());
       child_.release();
     }
+    put_back_host_cgroup();
   }
 
   // False when CRIU is gone (EPIPE and friends).
@@ -356,7 +368,22 @@ class SwrkSession {
   }
 
  private:
+  void put_back_host_cgroup() noexcept {
+    if (!holds_host_cgroup_) return;
+    cgroup::RootOptions::release();
+    if (!host_cgroup_) return;
+    try {
+      if (host_cgroup_->put_back())
+        log::debug("criu " + action_ + ": the host's cgroup2 options put back after CRIU's run");
+    } catch (const std::exception& e) {
+      log::warn("criu " + action_ + ": CRIU's run reset the host's cgroup2 options (" +
+                host_cgroup_->mountpoint() + ") and they cannot be put back: " + e.what());
+    }
+  }
+
   std::string action_;
+  std::optional<cgroup::RootOptions> host_cgroup_;
+  bool holds_host_cgroup_ = false;
   UniqueFd sock_;
   ChildProcess child_;
 };

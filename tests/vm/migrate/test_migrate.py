@@ -287,6 +287,13 @@ class MigrateTest(TwoGuests, Receiving, Base):
         # those (checkpoint/uts_ipc_anew.hpp).
         self.sh(tb, 0, f"nsenter -t {pid} -u -i sh -c 'hostname crx-moved && "
                        "sysctl -qw kernel.shmmax=12345678'")
+        # The guests' cgroup2 options (guest/init): CRIU's own cgroup2
+        # mounts reset them host-wide; crx puts them back after every CRIU
+        # run (cgroup/root_options.hpp).
+        cgroup_options = "grep ' /sys/fs/cgroup ' /proc/self/mountinfo | sed 's/.* - //'"
+        options_before = [self.sh(tb, k, cgroup_options).strip() for k in (0, 1)]
+        for o in options_before:
+            self.assertIn("nsdelegate,favordynmods", o)
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(tb, "--pre-copy 2")
         rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
@@ -341,6 +348,8 @@ class MigrateTest(TwoGuests, Receiving, Base):
         print("sender report:", report_line(report), flush=True)
         print("CRIU: final dump", final_criu, "restore", report["criu_restore"], flush=True)
         self.assertEqual(rrc, 0, rerr)
+        self.assertEqual([self.sh(tb, k, cgroup_options).strip() for k in (0, 1)],
+                         options_before, "the guests' cgroup2 options after the move")
         # Exactly one copy: gone on g0, running on g1 under the same id.
         self.assertIsNone(self.state(tb, 0)[0])
         self.assertEqual(self.state(tb, 1)[0], "running")

@@ -86,8 +86,9 @@ std::vector<Hierarchy> parse_mountinfo(const std::string& text) {
     h.root = unescape_octal(head[3]);
     h.mountpoint = unescape_octal(head[4]);
     h.v2 = fstype == "cgroup2";
+    h.super_options = split(tail[2], ',');
     if (!h.v2) {
-      for (const auto& opt : split(tail[2], ','))
+      for (const auto& opt : h.super_options)
         if (kV1Controllers.count(opt) || opt.rfind("name=", 0) == 0) h.controllers.push_back(opt);
       if (h.controllers.empty()) continue;
     }

@@ -14,6 +14,7 @@ struct Hierarchy {
   std::string root;                      // the mount's root inside the hierarchy
   bool v2 = false;
   std::vector<std::string> controllers;  // v1: "cpu", "name=systemd", ...
+  std::vector<std::string> super_options;  // the superblock's: "rw", "nsdelegate", ...
 };
 
 std::vector<Hierarchy> parse_mountinfo(const std::string& text);

@@ -17,47 +17,16 @@ namespace {
 
 const std::string kRoot = "/sys/fs/cgroup";
 
-std::vector<std::string> split_options(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t end = s.find(',', start);
-    if (end == std::string::npos) end = s.size();
-    std::string o = s.substr(start, end - start);
-    if (!o.empty() && o != "rw" && o != "ro") out.push_back(o);
-    start = end + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 std::optional<RootOptions> RootOptions::parse(const std::string& mountinfo_text) {
   std::optional<RootOptions> out;
-  size_t pos = 0;
-  while (pos < mountinfo_text.size()) {
-    size_t nl = mountinfo_text.find('\n', pos);
-    if (nl == std::string::npos) nl = mountinfo_text.size();
-    const std::string line = mountinfo_text.substr(pos, nl - pos);
-    pos = nl + 1;
-    // Only lines parse_mountinfo() takes for a v2 hierarchy: the same
-    // fields, unescaped.
-    auto hs = parse_mountinfo(line);
-    if (hs.size() != 1 || !hs[0].v2) continue;
-    if (hs[0].mountpoint != kRoot && hs[0].mountpoint != kRoot + "/unified") continue;
-    const size_t sep = line.find(" - ");
-    std::vector<std::string> tail;
-    size_t start = sep + 3;
-    for (int field = 0; field < 3 && start <= line.size(); ++field) {
-      size_t end = line.find(' ', start);
-      if (end == std::string::npos) end = line.size();
-      tail.push_back(line.substr(start, end - start));
-      start = end + 1;
-    }
-    if (tail.size() < 3) continue;
+  for (const Hierarchy& h : parse_mountinfo(mountinfo_text)) {
+    if (!h.v2 || (h.mountpoint != kRoot && h.mountpoint != kRoot + "/unified")) continue;
     RootOptions r;
-    r.mountpoint_ = hs[0].mountpoint;
-    r.options_ = split_options(tail[2]);
+    r.mountpoint_ = h.mountpoint;
+    for (const std::string& o : h.super_options)
+      if (o != "rw" && o != "ro") r.options_.push_back(o);
     out = std::move(r);  // the last one mounted there is the one seen
   }
   return out;

@@ -17,6 +17,11 @@ namespace {
 
 const std::string kRoot = "/sys/fs/cgroup";
 
+// The copy the CRIU runs of this process share (acquire()).
+std::mutex g_held_mutex;
+int g_holders = 0;
+std::optional<RootOptions> g_held;
+
 }  // namespace
 
 std::optional<RootOptions> RootOptions::parse(const std::string& mountinfo_text) {
@@ -36,12 +41,6 @@ std::optional<RootOptions> RootOptions::of_host() {
   return parse(read_file("/proc/self/mountinfo"));
 }
 
-namespace {
-std::mutex g_held_mutex;
-int g_holders = 0;
-std::optional<RootOptions> g_held;
-}  // namespace
-
 std::optional<RootOptions> RootOptions::acquire() {
   std::lock_guard<std::mutex> lock(g_held_mutex);
   if (g_holders == 0) g_held = of_host();  // throws: not held
@@ -55,7 +54,7 @@ void RootOptions::release() {
 }
 
 bool RootOptions::put_back() const {
-  std::optional<RootOptions> now = parse(read_file("/proc/self/mountinfo"));
+  std::optional<RootOptions> now = of_host();
   if (now && *now == *this) return false;
   UniqueFd fs(static_cast<int>(
       ::syscall(SYS_fspick, AT_FDCWD, mountpoint_.c_str(), FSPICK_CLOEXEC)));

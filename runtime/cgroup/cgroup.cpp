@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -77,6 +78,20 @@ std::vector<std::string> unique_dirs(const std::map<std::string, std::string>& d
   return out;
 }
 
+// The cgroups right below dir (paths); nullopt with errno set when dir
+// cannot be read.
+std::optional<std::vector<std::string>> child_dirs(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return std::nullopt;
+  std::vector<std::string> subs;
+  while (auto* e = ::readdir(d)) {
+    std::string name = e->d_name;
+    if (e->d_type == DT_DIR && name != "." && name != "..") subs.push_back(dir + "/" + name);
+  }
+  ::closedir(d);
+  return subs;
+}
+
 void collect_procs(const std::string& dir, std::vector<pid_t>& out) {
   auto procs = fs::read_if_exists(dir, "cgroup.procs");
   if (!procs) return;
@@ -84,15 +99,7 @@ void collect_procs(const std::string& dir, std::vector<pid_t>& out) {
   pid_t pid;
   while (in >> pid) out.push_back(pid);
   // Nested cgroups (a container that made its own) count as well.
-  std::vector<std::string> subs;
-  if (DIR* d = ::opendir(dir.c_str())) {
-    while (auto* e = ::readdir(d)) {
-      std::string name = e->d_name;
-      if (e->d_type == DT_DIR && name != "." && name != "..") subs.push_back(dir + "/" + name);
-    }
-    ::closedir(d);
-  }
-  for (const auto& s : subs) collect_procs(s, out);
+  for (const auto& s : child_dirs(dir).value_or(std::vector<std::string>{})) collect_procs(s, out);
 }
 
 }  // namespace
@@ -387,6 +394,15 @@ std::vector<pid_t> Cgroup::pids() const {
   std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end()), out.end());
   return out;
+}
+
+bool Cgroup::has_children() const {
+  for (const auto& [controller, dir] : dirs_) {
+    auto subs = child_dirs(dir);
+    if (!subs) throw_errno("cgroup: listing " + dir);
+    if (!subs->empty()) return true;
+  }
+  return false;
 }
 
 void Cgroup::kill_all() const {

@@ -101,6 +101,9 @@ class Cgroup {
   bool frozen() const;
 
   std::vector<pid_t> pids() const;  // every process in the cgroup (ps, kill --all)
+  // Whether a cgroup was made below this one in any hierarchy (the
+  // container's own). Error with the errno when a directory cannot be read.
+  bool has_children() const;
   // SIGKILL to every process, then a thaw when there were some and the
   // cgroup has a freezer: a frozen task dies only once thawed (v1; v2 kills
   // frozen tasks at once), and not one more instruction of them runs. For

@@ -230,4 +230,10 @@ std::vector<std::pair<std::string, std::string>> criu_cgroup_roots(
   return roots;
 }
 
+std::string criu_v2_path(const std::vector<Hierarchy>& hierarchies,
+                         const std::map<std::string, std::string>& dirs) {
+  if (dirs.size() != 1 || !dirs.contains("unified")) return {};
+  return criu_cgroup_roots(hierarchies, dirs).front().second;
+}
+
 }  // namespace crx::cgroup

@@ -52,5 +52,9 @@ const Hierarchy* hierarchy_of(const std::vector<Hierarchy>& hierarchies, const s
 // ("unified") becomes the default root (controller ""), as runc passes it.
 std::vector<std::pair<std::string, std::string>> criu_cgroup_roots(
     const std::vector<Hierarchy>& hierarchies, const std::map<std::string, std::string>& dirs);
+// The same path for a pure cgroup2 cgroup (dirs holds "unified" alone):
+// where CRIU's images put its tasks ("/crx/abc"); "" for v1 or hybrid.
+std::string criu_v2_path(const std::vector<Hierarchy>& hierarchies,
+                         const std::map<std::string, std::string>& dirs);
 
 }  // namespace crx::cgroup

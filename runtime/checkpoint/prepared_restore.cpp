@@ -164,8 +164,9 @@ void PreparedRestore::prepare() {
   // default cgroupsPath) differs from the checkpointed container's;
   // without roots CRIU would put them back into the old one's cgroup. The
   // root task also joins it explicitly (run()).
-  o_.cgroup_roots = cgroup::criu_cgroup_roots(
-      cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg_->dirs());
+  const auto hierarchies = cgroup::parse_mountinfo(read_file("/proc/self/mountinfo"));
+  o_.cgroup_roots = cgroup::criu_cgroup_roots(hierarchies, cg_->dirs());
+  cgroup_v2_path_ = cgroup::criu_v2_path(hierarchies, cg_->dirs());
   o_.defer_verbs_resume = r_.defer_verbs_resume;
 
   // What CRIU and its libraries print goes into its log (criu_rpc.cpp says
@@ -203,6 +204,8 @@ std::optional<state::StateDir> PreparedRestore::reopen_state_dir() const {
   if (st.st_dev != state_dir_dev_ || st.st_ino != state_dir_ino_) return std::nullopt;
   return d;
 }
+
+std::string PreparedRestore::cgroup_v2_path() const { return cgroup_v2_path_; }
 
 pid_t PreparedRestore::criu_pid() const { return criu_ ? criu_->pid() : -1; }
 

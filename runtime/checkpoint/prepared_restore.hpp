@@ -80,6 +80,10 @@ class PreparedRestore {
   // outside the hold.
   void save_state_ahead();
 
+  // The cgroup made for the restore, in the cgroup2 hierarchy
+  // (cgroup::criu_v2_path); "" unless the host is pure cgroup2.
+  std::string cgroup_v2_path() const;
+
   // The criu waiting for the request (-1 once run); for tests and logs.
   pid_t criu_pid() const;
   const std::string& state_dir() const;
@@ -107,6 +111,7 @@ class PreparedRestore {
   dev_t state_dir_dev_ = 0;
   ino_t state_dir_ino_ = 0;
   std::optional<cgroup::Cgroup> cg_;
+  std::string cgroup_v2_path_;  // cgroup_v2_path()
   std::unique_ptr<RestoreGuard> guard_;
   UniqueFd work_;
   std::unique_ptr<CriuRoot> root_;

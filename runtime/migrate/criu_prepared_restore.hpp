@@ -21,6 +21,7 @@ class CriuPreparedRestore : public PreparedRestore {
   }
   void restore_pages_lazily() override { restore_.set_lazy_pages(); }
   void save_state_ahead() override { restore_.save_state_ahead(); }
+  std::string cgroup_path() const override { return restore_.cgroup_v2_path(); }
 
  private:
   static checkpoint::RestoreRequest request(const Manifest& m, const Acceptance& a,

@@ -29,6 +29,7 @@
 #include "common/log.hpp"
 #include "container/lifecycle.hpp"
 #include "cgroup/cgroup.hpp"
+#include "cgroup/paths.hpp"
 #include "spec/spec.hpp"
 #include "migrate/criu_prepared_restore.hpp"
 #include "migrate/destination_checks.hpp"
@@ -502,6 +503,7 @@ checkpoint::DumpOptions CriuSource::dump_options(
     checkpoint::add_recreated_mounts(o, src_, images_dir, *final_dump);
     o.plugins = needs_verbs_plugin();
     o.validate_file_sizes_only = build_ids_checked();
+    if (cgroup_left_to_destination()) o.manage_cgroups_mode = checkpoint::CgroupMode::Ignore;
   }
   // A migration's dumps lift their lock themselves (network_lock.hpp).
   o.nftables_network_lock = checkpoint::nftables_lock_for_migration(src_.spec, tcp_established_);
@@ -535,6 +537,8 @@ void CriuSource::run_dump(
   // the channel, the caller keeps its own.
   last_round_ = {};
   last_round_.build_ids_checked_ahead = o.validate_file_sizes_only;
+  last_round_.cgroup_left_to_destination =
+      final_dump && o.manage_cgroups_mode == checkpoint::CgroupMode::Ignore;
   std::optional<PageDedupRelay> dedup;
   std::optional<ProcTaskMemory> memory;
   std::optional<WrittenTaskMemory> written;
@@ -628,6 +632,22 @@ std::optional<std::unordered_map<uint64_t, rdma::PageRanges>> CriuSource::device
   }
 }
 
+bool CriuSource::cgroup_left_to_destination() const {
+  if (src_.base.manage_cgroups_mode || destination_cgroup_.empty()) return false;
+  const auto& saved = src_.state.cgroup;
+  if (saved.is_null() || saved.empty()) return false;
+  try {
+    const cgroup::Cgroup cg = cgroup::Cgroup::load(saved);
+    const std::string here = cgroup::criu_v2_path(
+        cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg.dirs());
+    if (here.empty() || here != destination_cgroup_) return false;
+    return !cg.has_children();
+  } catch (const Error& e) {
+    log::debug("migrate: " + id_ + "'s cgroup is walked by CRIU: " + e.what());
+    return false;
+  }
+}
+
 bool CriuSource::needs_verbs_plugin() const {
   // Asked of the frozen container: no task of it can open a verbs context
   // before CRIU is done. A pre-dump (running tasks) always loads it.
@@ -691,6 +711,7 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   checkpoint::add_recreated_mounts(o, src_, images_dir);
   o.plugins = needs_verbs_plugin();
   o.validate_file_sizes_only = build_ids_checked();
+  if (cgroup_left_to_destination()) o.manage_cgroups_mode = checkpoint::CgroupMode::Ignore;
   std::vector<UniqueFd> namespaces =
       criu_in_container_namespaces(o, {.net = net.moves_empty, .uts_ipc = uts_ipc.has_value()});
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),

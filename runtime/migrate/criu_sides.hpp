@@ -73,6 +73,7 @@ class CriuSource : public SourceSide {
   // sysctls are read by late_state(), after the images are sent.
   void destination_takes_late_state(bool yes) override { late_state_taken_ = yes; }
   void destination_has_elf_files(bool same) override { elf_files_same_ = same; }
+  void destination_cgroup(const std::string& path) override { destination_cgroup_ = path; }
   // Before the manifest goes: the ELF files the container's tasks map or
   // hold open, with their build-ids (elf_files.hpp), kept for the frozen
   // window's comparison.
@@ -121,6 +122,17 @@ class CriuSource : public SourceSide {
   // no other): asked in the frozen window, and before it for the request
   // sent ahead. Never throws.
   bool build_ids_checked() const;
+  // Whether the final dump may leave the container's cgroup to the
+  // destination (CRIU's cgroup mode "ignore": no cgroup2 mount and no walk
+  // of the cgroup's files in the frozen window). Only when CRIU's restore
+  // would take nothing from that walk: the user chose no cgroup mode (so
+  // the destination restores in soft mode, which sets no property of a
+  // cgroup it finds made), the destination made the cgroup at the
+  // container's own path (the images' set points there, and soft mode
+  // rewrites no root without a cgroup directory in the images), and the
+  // container made no cgroup below its own, which only the walk records.
+  // Asked frozen, and ahead. Never throws.
+  bool cgroup_left_to_destination() const;
   // The container's own network namespace at the freeze, against a new
   // one (checkpoint/fresh_netns.hpp). Its configuration as a new one's:
   // the final dump leaves it out and CRIU's restore makes a new one
@@ -190,6 +202,8 @@ class CriuSource : public SourceSide {
   // read_elf_files(), and whether the destination found them the same.
   std::optional<ElfFilesSeen> elf_seen_;
   bool elf_files_same_ = false;
+  // Acceptance::cgroup_path: where the destination restores ("": unknown).
+  std::string destination_cgroup_;
   // The final dump's namespace whose sysctls late_state() reads, and
   // whether it moved empty (then crx carries every changed one).
   struct LateNetns {

@@ -53,6 +53,7 @@ class FreezeHookSource : public SourceSide {
     inner_.destination_takes_late_state(yes);
   }
   void destination_has_elf_files(bool same) override { inner_.destination_has_elf_files(same); }
+  void destination_cgroup(const std::string& path) override { inner_.destination_cgroup(path); }
   LateState late_state() override { return inner_.late_state(); }
   RoundStats last_round() const override { return inner_.last_round(); }
 

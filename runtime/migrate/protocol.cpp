@@ -111,6 +111,7 @@ std::string to_json(const Acceptance& a) {
   if (a.uts_ipc_anew) j["uts_ipc_anew"] = true;
   if (a.late_state) j["late_state"] = true;
   if (a.elf_files_same) j["elf_files_same"] = true;
+  if (!a.cgroup_path.empty()) j["cgroup_path"] = a.cgroup_path;
   return j.dump();
 }
 
@@ -127,6 +128,9 @@ Acceptance parse_acceptance(const std::string& text) {
   a.uts_ipc_anew = opt<bool>(j, w, "uts_ipc_anew", false);
   a.late_state = opt<bool>(j, w, "late_state", false);
   a.elf_files_same = opt<bool>(j, w, "elf_files_same", false);
+  a.cgroup_path = opt<std::string>(j, w, "cgroup_path", "");
+  if (!a.cgroup_path.empty() && a.cgroup_path.front() != '/')
+    throw Error("malformed accept frame: \"cgroup_path\" is not absolute", Cause::Invalid);
   return a;
 }
 

@@ -110,6 +110,11 @@ struct Acceptance {
   // same size and build-id (elf_files.hpp): the final dump may validate
   // sizes only. An older receiver never says this.
   bool elf_files_same = false;
+  // The path in the cgroup2 hierarchy of the cgroup the restore goes into,
+  // made already (a prepared restore on a pure cgroup2 host); "" when it
+  // is not known yet. An older receiver never says it: the final dump
+  // then keeps CRIU's walk of the cgroup (CriuSource).
+  std::string cgroup_path;
 };
 
 struct RoundStart {

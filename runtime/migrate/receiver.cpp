@@ -151,6 +151,7 @@ class Receiver {
     auto t0 = Clock::now();
     prepared_ = dest_.prepare_restore(manifest_, accept_, dir_, work_dir());
     accept_.prepare_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+    accept_.cgroup_path = prepared_->cgroup_path();
     rep_.prepare_seconds = accept_.prepare_seconds;
   }
 

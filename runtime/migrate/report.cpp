@@ -247,6 +247,7 @@ std::string MigrationReport::to_text() const {
     if (r.net_sysctls_late) out += "; its sysctls read after the images were sent";
     if (r.uts_ipc_made_anew) out += "; UTS and IPC namespaces made anew, their content carried by crx";
     if (r.build_ids_checked_ahead) out += "; libraries' build-ids checked before the freeze";
+    if (r.cgroup_left_to_destination) out += "; cgroup left to the destination's, not walked";
     if (r.dump_request_ahead) out += "; CRIU's request sent before the freeze";
     if (r.criu) {
       // A dump writes the pages while the tasks are frozen (CRIU times the
@@ -349,6 +350,7 @@ std::string MigrationReport::to_json() const {
     if (r.net_sysctls_late) jr["network_sysctls_read_after_images"] = true;
     if (r.uts_ipc_made_anew) jr["uts_ipc_namespaces_made_anew"] = true;
     if (r.build_ids_checked_ahead) jr["build_ids_checked_ahead"] = true;
+    if (r.cgroup_left_to_destination) jr["cgroup_left_to_destination"] = true;
     if (r.dump_request_ahead) jr["dump_request_ahead"] = true;
     if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
     if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;

@@ -58,6 +58,7 @@ struct RoundReport {
   bool netns_read_ahead = false;    // the namespace read before the freeze (RoundStats)
   bool net_sysctls_late = false;    // its sysctls read after the images (RoundStats)
   bool uts_ipc_made_anew = false;   // UTS and IPC namespaces left out (RoundStats)
+  bool cgroup_left_to_destination = false;  // RoundStats
   bool build_ids_checked_ahead = false;  // CRIU validated sizes only (RoundStats)
   bool dump_request_ahead = false;  // CRIU set up before the freeze (RoundStats)
   // CRIU's own account of the round (its stats-dump): how long it kept the

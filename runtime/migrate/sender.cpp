@@ -152,6 +152,7 @@ class Sender {
     late_state_ = a.late_state;
     src_.destination_takes_late_state(a.late_state);
     src_.destination_has_elf_files(a.elf_files_same);
+    src_.destination_cgroup(a.cgroup_path);
     // Negotiated: a receiver that does not say "lazy" (an older crx ignores
     // the manifest's field) would wait for the memory in the final round.
     if (o_.manifest.lazy && !a.lazy)
@@ -377,6 +378,7 @@ class Sender {
       r.netns_read_ahead = stats.netns_read_ahead;
       r.net_sysctls_late = stats.net_sysctls_late;
       r.uts_ipc_made_anew = stats.uts_ipc_made_anew;
+      r.cgroup_left_to_destination = stats.cgroup_left_to_destination;
       r.build_ids_checked_ahead = stats.build_ids_checked_ahead;
       r.dump_request_ahead = stats.dump_request_ahead;
       r.criu = stats.criu;

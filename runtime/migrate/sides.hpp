@@ -37,6 +37,9 @@ struct RoundStats {
   // Final dump: the container's UTS and IPC namespaces were left out of
   // the images; crx carries what they held (checkpoint/uts_ipc_anew.hpp).
   bool uts_ipc_made_anew = false;
+  // The final dump left the container's cgroup to the destination's
+  // (CriuSource::cgroup_left_to_destination).
+  bool cgroup_left_to_destination = false;
   // Final dump with ParentPages::Check: the MRs' write logs said which
   // pages the device wrote since the first pre-copy round, and only those
   // of the pages CRIU took from the parent were checked; how many pages
@@ -149,6 +152,11 @@ class SourceSide {
   // may the final dump leave CRIU's build-ids out. Pure as well: a wrapper
   // that forgot it would keep them in the frozen window.
   virtual void destination_has_elf_files(bool same) = 0;
+  // Once, before the first round: the path in the cgroup2 hierarchy of the
+  // cgroup the destination made for the restore (Acceptance::cgroup_path;
+  // "" when it did not say). Only a destination cgroup of the container's
+  // own path lets the final dump leave the cgroup out. Pure as well.
+  virtual void destination_cgroup(const std::string& path) = 0;
   // After the final dump's images are sent, while the destination
   // restores: what the dump left to read until now (a network namespace's
   // sysctls: the frozen container cannot change them). Throws to roll
@@ -187,6 +195,10 @@ class PreparedRestore {
   // Before run(): the restore leaves the tasks' memory to the lazy-pages
   // daemon (DestinationSide::start_lazy_pages) instead of copying it in.
   virtual void restore_pages_lazily() = 0;
+  // The path in the cgroup2 hierarchy of the cgroup made for the restore,
+  // as CRIU names it (Acceptance::cgroup_path); "" on a host that is not
+  // pure cgroup2.
+  virtual std::string cgroup_path() const = 0;
   // Only from within run()'s `hold`: sets these network sysctls in the
   // restored tasks' namespace now, before they run (LateState). Throws
   // Error naming the sysctl that could not be set.

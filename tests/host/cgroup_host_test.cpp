@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -297,6 +298,26 @@ TEST_F(CgroupHost, NestedPathRemovesOnlyWhatItMade) {
   second.destroy();
   first.destroy();  // parents made by the first one can go now
   EXPECT_FALSE(crx::path_exists(mem_top)) << mem_top;
+}
+
+TEST_F(CgroupHost, ACgroupMadeInsideTheContainersIsSeen) {
+  // A migration's final dump leaves the cgroup to the destination only
+  // when the container made none of its own below it (criu_sides.cpp).
+  auto c = cg::Cgroup::create(unique_name("children"), "children", false, nullptr);
+  EXPECT_FALSE(c.has_children());
+  std::string dir = c.path_for(layout_ == cg::Layout::V2 ? "unified" : "memory");
+  ASSERT_FALSE(dir.empty());
+  ASSERT_EQ(::mkdir((dir + "/inner").c_str(), 0755), 0) << std::strerror(errno);
+  EXPECT_TRUE(c.has_children());
+  ASSERT_EQ(::rmdir((dir + "/inner").c_str()), 0) << std::strerror(errno);
+  EXPECT_FALSE(c.has_children());
+  c.destroy();
+  try {
+    c.has_children();
+    FAIL() << "a removed cgroup had its children listed";
+  } catch (const crx::Error& e) {
+    EXPECT_EQ(e.sys_errno(), ENOENT) << e.what();
+  }
 }
 
 TEST_F(CgroupHost, BadValueNamesFileAndValueAndLeavesNothing) {

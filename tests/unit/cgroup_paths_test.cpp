@@ -223,3 +223,18 @@ TEST(CriuCgroupRoots, ADirectoryOnNoHierarchyIsAnError) {
   std::vector<cg::Hierarchy> hs{{"/sys/fs/cgroup", "/", true, {}}};
   EXPECT_THROW(cg::criu_cgroup_roots(hs, {{"unified", "/tmp/x"}}), crx::Error);
 }
+
+// What a migration's two ends compare before the final dump leaves the
+// cgroup out (Acceptance::cgroup_path): a pure cgroup2 cgroup's path, and
+// none where v1 hierarchies are in play.
+TEST(CriuCgroupRoots, OnlyAPureV2CgroupHasACriuV2Path) {
+  std::vector<cg::Hierarchy> v2{{"/sys/fs/cgroup", "/", true, {}}};
+  EXPECT_EQ(cg::criu_v2_path(v2, {{"unified", "/sys/fs/cgroup/crx/c1"}}), "/crx/c1");
+  std::vector<cg::Hierarchy> hybrid{{"/sys/fs/cgroup/memory", "/", false, {"memory"}},
+                                    {"/sys/fs/cgroup/unified", "/", true, {}}};
+  EXPECT_EQ(cg::criu_v2_path(hybrid, {{"memory", "/sys/fs/cgroup/memory/c1"},
+                                      {"unified", "/sys/fs/cgroup/unified/c1"}}),
+            "");
+  EXPECT_EQ(cg::criu_v2_path(hybrid, {{"memory", "/sys/fs/cgroup/memory/c1"}}), "");
+  EXPECT_EQ(cg::criu_v2_path(v2, {}), "");
+}

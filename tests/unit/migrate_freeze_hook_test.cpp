@@ -24,6 +24,7 @@ struct MarkingSource : SourceSide {
   void destination_makes_uts_ipc(bool) override {}
   void destination_takes_late_state(bool) override {}
   void destination_has_elf_files(bool) override {}
+  void destination_cgroup(const std::string&) override {}
   crx::migrate::LateState late_state() override { return {}; }
   std::string marker;
   int freezes = 0, dumps = 0, resumes = 0;

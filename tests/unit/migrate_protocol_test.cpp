@@ -212,6 +212,8 @@ struct FakeSource : SourceSide {
   void destination_takes_late_state(bool yes) override { destination_takes_late_state_ = yes; }
   std::optional<bool> destination_has_elf_files_;
   void destination_has_elf_files(bool same) override { destination_has_elf_files_ = same; }
+  std::optional<std::string> destination_cgroup_;
+  void destination_cgroup(const std::string& path) override { destination_cgroup_ = path; }
   std::map<std::string, std::string> late_sysctls;
   bool fail_late = false;
   int late_reads = 0;
@@ -237,6 +239,7 @@ struct FakeSource : SourceSide {
       s.netns_read_ahead = true;   // its configuration read before the freeze
       s.net_sysctls_late = true;   // its sysctls after the images were sent
       s.uts_ipc_made_anew = true;  // its UTS and IPC namespaces left out
+      s.cgroup_left_to_destination = true;  // its cgroup not walked
     }
     s.criu.emplace();
     s.criu->frozen_seconds = 0.25;
@@ -326,6 +329,7 @@ struct FakePreparedRestore : PreparedRestore {
   void restore_pages_lazily() override;
   void set_net_sysctls(const std::map<std::string, std::string>& sysctls) override;
   void save_state_ahead() override;
+  std::string cgroup_path() const override;
   ~FakePreparedRestore() override;
 };
 
@@ -391,6 +395,7 @@ struct FakeDestination : DestinationSide {
     return a;
   }
   bool elf_files_same = false;  // what accept() answers
+  std::string cgroup_path;      // what the prepared restore made
   std::optional<std::vector<ElfFile>> elf_files_heard;
   std::unique_ptr<LazyPages> start_lazy_pages(const std::string&, const std::string& work,
                                               crx::UniqueFd ch) override {
@@ -477,6 +482,8 @@ void FakePreparedRestore::save_state_ahead() {
   ++d.states_saved_ahead;
   if (d.events) d.events->add("destination saved its state ahead");
 }
+
+std::string FakePreparedRestore::cgroup_path() const { return d.cgroup_path; }
 
 void FakePreparedRestore::restore_pages_lazily() {
   ++d.restores_without_pages;
@@ -634,6 +641,12 @@ TEST(MigrateProtocol, PreCopyRoundsThenFinalDumpThenCommit) {
             std::string::npos)
       << r.sender.to_text();
   EXPECT_NE(r.sender.to_json().find("\"uts_ipc_namespaces_made_anew\":true"), std::string::npos);
+  EXPECT_FALSE(r.sender.rounds[0].cgroup_left_to_destination);
+  EXPECT_TRUE(r.sender.rounds[3].cgroup_left_to_destination);
+  EXPECT_NE(r.sender.to_text().find("cgroup left to the destination's, not walked"),
+            std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(r.sender.to_json().find("\"cgroup_left_to_destination\":true"), std::string::npos);
   // And CRIU's own account of each round.
   ASSERT_TRUE(r.sender.rounds[3].criu);
   EXPECT_DOUBLE_EQ(r.sender.rounds[3].criu->frozen_seconds, 0.25);
@@ -721,6 +734,25 @@ TEST(MigrateProtocol, TheDestinationsWordOnTheElfFilesReachesTheSource) {
     EXPECT_EQ(h.dst.elf_files_heard->front().build_id, "ab12");
     EXPECT_EQ(h.src.destination_has_elf_files_, same);
   }
+}
+
+// The path of the cgroup the destination's prepared restore made reaches
+// the source before the first round; a destination that did not prepare
+// before its answer says none.
+TEST(MigrateProtocol, TheDestinationsCgroupPathReachesTheSource) {
+  {
+    Harness h;
+    h.dst.cgroup_path = "/crx/c1";
+    Outcome r = h.run();
+    ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+    EXPECT_EQ(h.src.destination_cgroup_, "/crx/c1");
+  }
+  Acceptance a{"/b", false};
+  EXPECT_EQ(parse_acceptance(to_json(a)).cgroup_path, "");  // an older receiver's
+  a.cgroup_path = "/crx/c1";
+  EXPECT_EQ(parse_acceptance(to_json(a)).cgroup_path, "/crx/c1");
+  EXPECT_THROW(parse_acceptance(R"({"bundle":"/b","need_rootfs":false,"cgroup_path":"c1"})"),
+               crx::Error);
 }
 
 // The network sysctls the final dump left to read: read by the source

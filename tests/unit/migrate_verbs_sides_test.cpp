@@ -72,6 +72,7 @@ struct FakeSource : SourceSide {
   void destination_makes_uts_ipc(bool) override {}
   void destination_takes_late_state(bool) override {}
   void destination_has_elf_files(bool) override {}
+  void destination_cgroup(const std::string&) override {}
   crx::migrate::LateState late_state() override { return {}; }
   Calls& calls;
   bool fail_dump = false, fail_pre_dump = false;
@@ -130,6 +131,7 @@ struct NothingPrepared : crx::migrate::PreparedRestore {
   void restore_pages_lazily() override { ADD_FAILURE() << "pages left for after the resume"; }
   void set_net_sysctls(const std::map<std::string, std::string>&) override {}
   void save_state_ahead() override {}
+  std::string cgroup_path() const override { return {}; }
 };
 
 struct FakeDestination : DestinationSide {

@@ -339,6 +339,10 @@ class MigrateTest(TwoGuests, Receiving, Base):
         # container's (the mounts made again, /dev, the namespaces anew,
         # no plugin) was the same, so CRIU went on with it.
         self.assertTrue(rounds[-1].get("dump_request_ahead"), rounds[-1])
+        # The destination made the cgroup at the same path and the container
+        # made none below it: CRIU neither mounted cgroup2 nor walked it in
+        # the window (CriuSource::cgroup_left_to_destination).
+        self.assertTrue(rounds[-1].get("cgroup_left_to_destination"), rounds[-1])
         final_criu = rounds[-1]["criu"]
         self.assertGreater(final_criu["frozen_seconds"], 0, final_criu)
         self.assertLessEqual(final_criu["memdump_seconds"], final_criu["frozen_seconds"], final_criu)
@@ -414,6 +418,10 @@ class MigrateTest(TwoGuests, Receiving, Base):
         # container is frozen (--on-freeze runs then), after the final
         # dump's request went: that request had the namespaces made anew,
         # so the frozen container's is another, which CRIU is given instead.
+        # And a cgroup of its own below the container's: only CRIU's walk
+        # of the cgroup records it, so the final dump keeps the walk.
+        cgroup_dir = "/sys/fs/cgroup" + self.sh(tb, 0, f"sed -n 's/^0:://p' /proc/{pid}/cgroup").strip()
+        self.sh(tb, 0, f"mkdir {cgroup_dir}/inner")
         rh = self.start_receiver(tb)
         rc, out, err = self.migrate(
             tb, f"--pre-copy 1 --on-freeze 'nsenter -t {pid} -i ipcmk --shmem 8192 >&2'")
@@ -432,6 +440,8 @@ class MigrateTest(TwoGuests, Receiving, Base):
         # the freeze, not after the images.
         self.assertNotIn("network_sysctls_read_after_images", report["rounds"][-1])
         self.assertNotIn("uts_ipc_namespaces_made_anew", report["rounds"][-1])
+        self.assertNotIn("cgroup_left_to_destination", report["rounds"][-1])
+        self.sh(tb, 1, f"test -d {cgroup_dir}/inner")  # made again by CRIU's restore
         pid = json.loads(self.sh(tb, 1, f"{CRX} state c1"))["pid"]
         self.assertIn("8192", self.sh(tb, 1, f"nsenter -t {pid} -i ipcs -m"),
                       "the SysV segment did not come along")

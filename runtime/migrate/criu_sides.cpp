@@ -632,16 +632,24 @@ std::optional<std::unordered_map<uint64_t, rdma::PageRanges>> CriuSource::device
   }
 }
 
-bool CriuSource::cgroup_left_to_destination() const {
-  if (src_.base.manage_cgroups_mode || destination_cgroup_.empty()) return false;
+void CriuSource::destination_cgroup(const std::string& path) {
+  same_cgroup_path_ = false;
   const auto& saved = src_.state.cgroup;
-  if (saved.is_null() || saved.empty()) return false;
+  if (path.empty() || saved.is_null() || saved.empty()) return;
   try {
-    const cgroup::Cgroup cg = cgroup::Cgroup::load(saved);
-    const std::string here = cgroup::criu_v2_path(
-        cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")), cg.dirs());
-    if (here.empty() || here != destination_cgroup_) return false;
-    return !cg.has_children();
+    const std::string here =
+        cgroup::criu_v2_path(cgroup::parse_mountinfo(read_file("/proc/self/mountinfo")),
+                             cgroup::Cgroup::load(saved).dirs());
+    same_cgroup_path_ = !here.empty() && here == path;
+  } catch (const Error& e) {
+    log::debug("migrate: " + id_ + "'s cgroup path is not known here: " + e.what());
+  }
+}
+
+bool CriuSource::cgroup_left_to_destination() const {
+  if (src_.base.manage_cgroups_mode || !same_cgroup_path_) return false;
+  try {
+    return !cgroup::Cgroup::load(src_.state.cgroup).has_children();
   } catch (const Error& e) {
     log::debug("migrate: " + id_ + "'s cgroup is walked by CRIU: " + e.what());
     return false;

@@ -73,7 +73,8 @@ class CriuSource : public SourceSide {
   // sysctls are read by late_state(), after the images are sent.
   void destination_takes_late_state(bool yes) override { late_state_taken_ = yes; }
   void destination_has_elf_files(bool same) override { elf_files_same_ = same; }
-  void destination_cgroup(const std::string& path) override { destination_cgroup_ = path; }
+  // Compares it with the container's own here, once, outside the window.
+  void destination_cgroup(const std::string& path) override;
   // Before the manifest goes: the ELF files the container's tasks map or
   // hold open, with their build-ids (elf_files.hpp), kept for the frozen
   // window's comparison.
@@ -202,8 +203,9 @@ class CriuSource : public SourceSide {
   // read_elf_files(), and whether the destination found them the same.
   std::optional<ElfFilesSeen> elf_seen_;
   bool elf_files_same_ = false;
-  // Acceptance::cgroup_path: where the destination restores ("": unknown).
-  std::string destination_cgroup_;
+  // The destination restores into a cgroup of the container's own path
+  // (destination_cgroup()).
+  bool same_cgroup_path_ = false;
   // The final dump's namespace whose sysctls late_state() reads, and
   // whether it moved empty (then crx carries every changed one).
   struct LateNetns {

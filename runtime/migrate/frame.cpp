@@ -213,6 +213,11 @@ void FrameConn::send(FrameType type, std::string_view payload) {
   write_all(payload.data(), payload.size());
 }
 
+void FrameConn::send_encoded(std::string_view frames) {
+  std::lock_guard lock(*send_mutex_);
+  write_all(frames.data(), frames.size());
+}
+
 Frame FrameConn::receive() {
   char h[kFrameHeaderSize];
   read_all(h, sizeof h, true);

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "common/error.hpp"
@@ -139,7 +140,7 @@ void ImageStreamer::watch_loop() {
       if (n < 0 && errno != EAGAIN) throw_errno("read inotify");
       for (ssize_t off = 0; n > 0 && off < n;) {
         auto* ev = reinterpret_cast<struct inotify_event*>(buf + off);
-        if (ev->len > 0 && !(ev->mask & IN_ISDIR)) send_file(ev->name);
+        if (ev->len > 0 && !(ev->mask & IN_ISDIR)) send_file(ev->name, nullptr);
         off += static_cast<ssize_t>(sizeof(struct inotify_event) + ev->len);
       }
     }
@@ -147,7 +148,7 @@ void ImageStreamer::watch_loop() {
   }
 }
 
-void ImageStreamer::send_file(const std::string& file) {
+void ImageStreamer::send_file(const std::string& file, std::string* batch) {
   std::string path = dir_ + "/" + file;
   std::string name = wire_dir_ + "/" + file;
   struct stat st{};
@@ -158,11 +159,21 @@ void ImageStreamer::send_file(const std::string& file) {
   int64_t mtime = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   auto it = sent_.find(file);
   if (it != sent_.end() && it->second.size == st.st_size && it->second.mtime_ns == mtime) return;
+  const bool small =
+      !S_ISREG(st.st_mode) || static_cast<uint64_t>(st.st_size) < kStreamAtCloseBytes;
+  if (small && !batch) return;  // the sweep's, with the other small ones
+  auto send = [&](FrameType type, const std::string& payload) {
+    if (small) {
+      *batch += encode_frame(type, payload);
+    } else {
+      conn_.send(type, payload);
+    }
+  };
   if (S_ISLNK(st.st_mode)) {
     char target[4096];
     ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
     if (n < 0) throw_errno("readlink " + path);
-    conn_.send(FrameType::ImageSymlink, encode_image_symlink(name, std::string(target, n)));
+    send(FrameType::ImageSymlink, encode_image_symlink(name, std::string(target, n)));
   } else if (S_ISREG(st.st_mode)) {
     UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     if (!fd) throw_errno("open image " + path);
@@ -180,11 +191,10 @@ void ImageStreamer::send_file(const std::string& file) {
       ssize_t n = retry_eintr([&] { return ::pread(fd.get(), chunk.get(), cap, at); });
       if (n < 0) throw_errno("read image " + path);
       if (n == 0) break;
-      conn_.send(FrameType::ImageData,
-                 encode_image_data(name, offset, std::string_view(chunk.get(), n)));
+      send(FrameType::ImageData, encode_image_data(name, offset, std::string_view(chunk.get(), n)));
       offset += static_cast<uint64_t>(n);
     }
-    conn_.send(FrameType::ImageClose, encode_image_close(name, offset));
+    send(FrameType::ImageClose, encode_image_close(name, offset));
     bytes_ += offset;
   } else {
     return;  // CRIU writes nothing else into an images dir
@@ -201,7 +211,12 @@ void ImageStreamer::sweep() {
     if (n != "." && n != "..") names.push_back(n);
   }
   ::closedir(d);
-  for (const auto& n : names) send_file(n);
+  std::string batch;
+  for (const auto& n : names) {
+    send_file(n, &batch);
+    if (batch.size() >= kImageBatchBytes) conn_.send_encoded(std::exchange(batch, {}));
+  }
+  if (!batch.empty()) conn_.send_encoded(batch);
 }
 
 uint64_t ImageStreamer::finish() {

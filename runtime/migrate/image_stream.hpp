@@ -1,8 +1,9 @@
-// CRIU's non-page images travel over the control connection while CRIU
-// writes them: the sender watches the (tmpfs) images dir with inotify and
-// ships each file as soon as CRIU closes it; a final sweep after the dump
-// ships whatever is left or changed. The receiver writes them into its
-// RAM (tmpfs) images dir.
+// CRIU's non-page images travel over the control connection: the sender
+// watches the (tmpfs) images dir with inotify and ships each large file
+// as soon as CRIU closes it, so that its transfer overlaps the dump; a
+// final sweep after the dump ships the small files, all of them in one
+// write, and whatever is left or changed. The receiver writes them into
+// its RAM (tmpfs) images dir.
 //
 // Names on the wire are "<round>/<file>": one directory level, no "..",
 // no hidden tricks — the receiver refuses anything else.
@@ -22,6 +23,13 @@
 namespace crx::migrate {
 
 inline constexpr size_t kImageChunk = 1024 * 1024;
+// Files below this size wait for the final sweep. A final dump writes
+// ~20 of them, a few KiB in all, inside the frozen window: shipped one by
+// one, each was two TLS records and two sends, on the vCPU CRIU dumps on
+// (runtime/migrate/README.md, "Small images in one write").
+inline constexpr size_t kStreamAtCloseBytes = 64 * 1024;
+// The sweep's batch is sent once it holds this much.
+inline constexpr size_t kImageBatchBytes = 256 * 1024;
 
 // Throws Error unless name is "<component>/<component>" with safe parts.
 void check_image_name(const std::string& name);
@@ -44,7 +52,10 @@ class ImageStreamer {
  private:
   void watch_loop();
   void sweep();
-  void send_file(const std::string& name);
+  // Ships the file when it is new or changed: a large one on its own; a
+  // small one into *batch (the sweep), or not at all without one (the
+  // watcher leaves it to the sweep).
+  void send_file(const std::string& name, std::string* batch);
 
   struct Sent {
     off_t size;

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +19,7 @@ using crx::migrate::FrameType;
 using crx::migrate::ImageSink;
 using crx::migrate::ImageStreamer;
 using crx::migrate::kImageChunk;
+using crx::migrate::kStreamAtCloseBytes;
 
 struct Dirs {
   std::string root;
@@ -71,6 +73,55 @@ TEST(MigrateImageStream, FilesOfEverySizeArriveWhole) {
   }
   EXPECT_EQ(total, expected);
   EXPECT_EQ(sink.bytes(), expected);
+}
+
+// The next message on a SOCK_SEQPACKET end (one write of the sender), or
+// -1 when none comes within `ms`.
+ssize_t next_write(int fd, std::string& buf, int ms) {
+  struct pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, ms) != 1) return -1;
+  return ::recv(fd, buf.data(), buf.size(), 0);
+}
+
+// A large image leaves as soon as it is closed, while the dump goes on;
+// the small ones wait for finish() and then leave together, in one write
+// (one TLS record under TLS instead of two per file).
+TEST(MigrateImageStream, SmallFilesWaitForTheSweepAndLeaveInOneWrite) {
+  Dirs d;
+  const std::string src = d.root + "/src";
+  crx::mkdir_p(src, 0700);
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  crx::UniqueFd raw(sv[1]);
+  int size = 4 << 20;
+  ASSERT_EQ(::setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size), 0);
+  FrameConn out(crx::UniqueFd(sv[0]), "out");
+  ImageStreamer streamer(out, src, "3");
+  streamer.start();
+  const char* small[] = {"core-1.img", "mm-1.img", "inventory.img", "empty.img"};
+  const size_t small_size[] = {300, 1200, 40, 0};
+  for (size_t i = 0; i < 4; ++i) crx::write_file(src + "/" + small[i], pattern(small_size[i], 'k'));
+  crx::write_file(src + "/big.img", pattern(kStreamAtCloseBytes, 'b'));
+  std::string buf(2 * kStreamAtCloseBytes, '\0');
+  // big.img: its data frame (header, then payload) and its close frame.
+  const size_t header = crx::migrate::kFrameHeaderSize;
+  EXPECT_EQ(next_write(raw.get(), buf, 5000), static_cast<ssize_t>(header));
+  const std::string big = pattern(kStreamAtCloseBytes, 'b');
+  EXPECT_EQ(next_write(raw.get(), buf, 5000),
+            static_cast<ssize_t>(crx::migrate::encode_image_data("3/big.img", 0, big).size()));
+  EXPECT_EQ(next_write(raw.get(), buf, 5000),
+            static_cast<ssize_t>(header + crx::migrate::encode_image_close("3/big.img", 0).size()));
+  EXPECT_EQ(next_write(raw.get(), buf, 300), -1) << "a small image left before the sweep";
+  EXPECT_EQ(streamer.finish(), kStreamAtCloseBytes + 300 + 1200 + 40);
+  size_t expected = 0;
+  for (size_t i = 0; i < 4; ++i) {
+    const std::string name = std::string("3/") + small[i];
+    const std::string data = pattern(small_size[i], 'k');
+    if (!data.empty()) expected += header + crx::migrate::encode_image_data(name, 0, data).size();
+    expected += header + crx::migrate::encode_image_close(name, small_size[i]).size();
+  }
+  EXPECT_EQ(next_write(raw.get(), buf, 5000), static_cast<ssize_t>(expected));
+  EXPECT_EQ(next_write(raw.get(), buf, 100), -1);
 }
 
 }  // namespace

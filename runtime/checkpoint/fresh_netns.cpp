@@ -183,12 +183,15 @@ std::string read_small(const std::string& path, bool* missing = nullptr) {
   return read_fd(fd.get());
 }
 
-// The legacy x_tables of the namespace (iptables-legacy and friends): a
-// table is listed once something made it in this namespace.
-void add_legacy_tables(std::vector<std::string>& out) {
+// The legacy x_tables of the namespace whose /proc net dir proc_net is
+// (iptables-legacy and friends): a table is listed once something made it
+// in this namespace. The thread's own namespace by default; a process's
+// (/proc/PID/net/) needs no thread that joins it.
+void add_legacy_tables(std::vector<std::string>& out,
+                       const std::string& proc_net = "/proc/thread-self/net/") {
   for (const char* f : {"ip_tables_names", "ip6_tables_names", "arp_tables_names"}) {
     bool missing = false;
-    std::string t = read_small(std::string("/proc/thread-self/net/") + f, &missing);
+    std::string t = read_small(proc_net + f, &missing);
     std::istringstream in(t);
     for (std::string l; std::getline(in, l);)
       if (!l.empty()) out.push_back(std::string("legacy ") + f + " " + l);
@@ -462,20 +465,31 @@ NetnsComparison NetnsWatch::compare(const std::string& fresh, Sysctls sysctls) c
     return out;
   }
   NetnsComparison out;
-  in_netns(s_->netns.get(), [&] {
-    std::vector<std::string> lines;
-    const bool changed = notified(s_->route.get()) || notified(s_->nft.get());
+  const bool changed = notified(s_->route.get()) || notified(s_->nft.get());
+  std::vector<std::string> lines = changed ? std::vector<std::string>{} : s_->config;
+  // The pid's namespace is the watched one (checked above; a frozen
+  // container's cannot change): its legacy tables are read through its
+  // /proc dir, from this thread.
+  add_legacy_tables(lines, "/proc/" + std::to_string(s_->pid) + "/net/");
+  const auto compare_here = [&] {
     if (changed) {
       add_rtnetlink(lines);
       add_nftables(lines);
-    } else {
-      lines = s_->config;
     }
-    add_legacy_tables(lines);
     if (sysctls == Sysctls::Now) add_sysctls_here(lines);
     out = compared_here(joined_sorted(std::move(lines)), fresh);
-    out.config_read_ahead = !changed;
-  });
+  };
+  // Only a configuration read again or the sysctls need a thread in the
+  // namespace (netlink sockets and /proc/sys/net are the caller's
+  // namespace's). The final dump's usual case, nothing announced and its
+  // sysctls left for later, makes none: a thread and a setns cost the
+  // frozen window several ms in a TCG guest.
+  if (changed || sysctls == Sysctls::Now) {
+    in_netns(s_->netns.get(), compare_here);
+  } else {
+    compare_here();
+  }
+  out.config_read_ahead = !changed;
   return out;
 }
 

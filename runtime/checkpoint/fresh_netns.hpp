@@ -82,7 +82,9 @@ class NetnsWatch {
   // As compare_netns_with_fresh(pid, fresh), now. A pid that joined
   // another namespace since is compared from scratch. Without sysctls,
   // only the configuration: changed_sysctls() reads them later (a frozen
-  // container's cannot change in between).
+  // container's cannot change in between). Only a configuration read
+  // again or the sysctls make a thread that joins the namespace; the legacy
+  // tables are read through /proc/PID/net.
   enum class Sysctls { Now, Later };
   NetnsComparison compare(const std::string& fresh, Sysctls sysctls = Sysctls::Now) const;
   // The sysctls of compare(fresh) alone, now.

@@ -149,10 +149,11 @@ SourceContainer prepare_source(const container::GlobalOptions& g, const std::str
   return s;
 }
 
-std::vector<OutsideProcess> check_outside_processes(const SourceContainer& s, bool kill_exec) {
-  auto outside = container_processes_outside_tree(s.state);
-  if (!outside.empty() && !kill_exec) throw Error(outside_processes_error(s.state.id, outside));
-  return outside;
+ProcessSplit check_outside_processes(const SourceContainer& s, bool kill_exec) {
+  ProcessSplit split = container_processes(s.state);
+  if (!split.outside.empty() && !kill_exec)
+    throw Error(outside_processes_error(s.state.id, split.outside));
+  return split;
 }
 
 void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::string& images_dir,
@@ -204,7 +205,7 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
   // init's tree, or the caller accepted to lose the others (--kill-exec).
   // A pre-dump loses nothing (the container runs on).
   std::vector<OutsideProcess> left_out;
-  if (!r.pre_dump) left_out = check_outside_processes(src, r.kill_exec);
+  if (!r.pre_dump) left_out = check_outside_processes(src, r.kill_exec).outside;
   UniqueFd images = open_image_dir(r.image_path, true);
   UniqueFd work = open_image_dir(r.work_path.empty() ? r.image_path : r.work_path, true);
   DumpOptions o = src.base;
@@ -255,7 +256,7 @@ void checkpoint_container(const container::GlobalOptions& g, const std::string& 
     if (!was_frozen) cg->freeze();
     // Frozen, nothing can start: look again (a `crx exec` may have come
     // in since the first look).
-    left_out = check_outside_processes(src, r.kill_exec);
+    left_out = check_outside_processes(src, r.kill_exec).outside;
     add_recreated_mounts(o, src, r.image_path);
     o.leave_running = true;
   }

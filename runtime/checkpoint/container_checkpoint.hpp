@@ -141,8 +141,9 @@ void add_recreated_mounts(DumpOptions& o, const SourceContainer& s, const std::s
 void freeze_container(const SourceContainer& s);
 void thaw_container(const container::GlobalOptions& g, const std::string& id);
 // Refuses (crx::Error, one line) when processes outside the init's tree
-// would be left out and kill_exec is false; returns them otherwise.
-std::vector<OutsideProcess> check_outside_processes(const SourceContainer& s, bool kill_exec);
+// would be left out and kill_exec is false; returns the container's
+// processes otherwise (those left out are its `outside`).
+ProcessSplit check_outside_processes(const SourceContainer& s, bool kill_exec);
 // SIGKILL to every task of a frozen container, then thaw (the tasks die).
 void kill_frozen_container(const container::GlobalOptions& g, const std::string& id);
 

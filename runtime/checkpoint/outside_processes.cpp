@@ -31,15 +31,11 @@ std::string short_command(std::string s) {
 
 }  // namespace
 
-namespace {
-
-// The container's live processes on one side of the init's tree.
-std::vector<OutsideProcess> classify(const ProcessTable& t, pid_t init, bool want_inside) {
+ProcessSplit split_processes(const ProcessTable& t, pid_t init) {
   std::set<pid_t> candidates;
   for (pid_t p : t.cgroup_pids()) candidates.insert(p);
   for (pid_t p : t.pid_namespace_pids()) candidates.insert(p);
-  candidates.erase(init);
-  if (want_inside) candidates.insert(init);
+  candidates.insert(init);
 
   // in_tree[p]: p descends from init. A walk up the parents ends at init
   // (inside), at a process already decided, or at the top (outside).
@@ -70,24 +66,27 @@ std::vector<OutsideProcess> classify(const ProcessTable& t, pid_t init, bool wan
     return inside;
   };
 
-  std::vector<OutsideProcess> out;
+  ProcessSplit out;
   for (pid_t p : candidates) {
     const ProcessInfo* i = info_of(p);
     if (!i || i->state == 'Z' || i->state == 'X') continue;  // gone or dead
-    if (decide(p) != want_inside) continue;
-    out.push_back({p, i->command});
+    (decide(p) ? out.in_tree : out.outside).push_back({p, i->command});
   }
   return out;  // std::set: sorted by pid
 }
 
-}  // namespace
+std::vector<pid_t> ProcessSplit::in_tree_pids() const {
+  std::vector<pid_t> out;
+  for (const auto& p : in_tree) out.push_back(p.pid);
+  return out;
+}
 
 std::vector<OutsideProcess> processes_outside_tree(const ProcessTable& t, pid_t init) {
-  return classify(t, init, false);
+  return split_processes(t, init).outside;
 }
 
 std::vector<OutsideProcess> processes_in_tree(const ProcessTable& t, pid_t init) {
-  return classify(t, init, true);
+  return split_processes(t, init).in_tree;
 }
 
 std::string describe(const std::vector<OutsideProcess>& procs) {
@@ -156,12 +155,16 @@ std::optional<ProcessInfo> SystemProcessTable::info(pid_t pid) const {
   return i;
 }
 
+ProcessSplit container_processes(const state::ContainerState& st) {
+  return split_processes(SystemProcessTable(st), st.pid);
+}
+
 std::vector<OutsideProcess> container_processes_outside_tree(const state::ContainerState& st) {
-  return processes_outside_tree(SystemProcessTable(st), st.pid);
+  return container_processes(st).outside;
 }
 
 std::vector<OutsideProcess> container_processes_in_tree(const state::ContainerState& st) {
-  return processes_in_tree(SystemProcessTable(st), st.pid);
+  return container_processes(st).in_tree;
 }
 
 }  // namespace crx::checkpoint

@@ -45,11 +45,19 @@ struct OutsideProcess {
   std::string command;
 };
 
-// The live processes of the container (cgroup and pid namespace) that are
-// neither init nor one of its descendants, sorted by pid. Zombies outside
-// the tree are left out: they have nothing left to lose.
+// The container's live processes (cgroup and pid namespace) on each side
+// of the init's tree, from one walk of the table, each sorted by pid.
+// in_tree: what a dump carries, init and its descendants. outside: neither
+// init nor one of its descendants. Zombies are on neither side: they have
+// nothing left to lose.
+struct ProcessSplit {
+  std::vector<OutsideProcess> in_tree;
+  std::vector<OutsideProcess> outside;
+  std::vector<pid_t> in_tree_pids() const;
+};
+ProcessSplit split_processes(const ProcessTable& t, pid_t init);
+// One side of it.
 std::vector<OutsideProcess> processes_outside_tree(const ProcessTable& t, pid_t init);
-// The live processes a dump carries: init and its descendants (no zombies).
 std::vector<OutsideProcess> processes_in_tree(const ProcessTable& t, pid_t init);
 
 // The one line that refuses: names the container, the pids and commands,
@@ -71,8 +79,9 @@ class SystemProcessTable : public ProcessTable {
   pid_t init_ = 0;
 };
 
-// processes_outside_tree of a running or paused container, with the
-// system's table.
+// split_processes of a running or paused container, with the system's
+// table; and one side of it.
+ProcessSplit container_processes(const state::ContainerState& st);
 std::vector<OutsideProcess> container_processes_outside_tree(const state::ContainerState& st);
 std::vector<OutsideProcess> container_processes_in_tree(const state::ContainerState& st);
 

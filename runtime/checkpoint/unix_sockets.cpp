@@ -17,7 +17,6 @@
 #include <exception>
 #include <thread>
 
-#include "checkpoint/outside_processes.hpp"
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
 #include "common/unique_fd.hpp"
@@ -210,10 +209,9 @@ void check_unix_sockets(const std::string& id, pid_t init, const std::vector<pid
   if (!external.empty()) throw Error(external_unix_sockets_error(id, external), EBUSY);
 }
 
-void check_container_unix_sockets(const state::ContainerState& st, bool ext_unix_sk) {
-  std::vector<pid_t> pids;
-  for (auto& p : container_processes_in_tree(st)) pids.push_back(p.pid);
-  check_unix_sockets(st.id, st.pid, pids, ext_unix_sk);
+void check_container_unix_sockets(const state::ContainerState& st,
+                                  const std::vector<pid_t>& in_tree, bool ext_unix_sk) {
+  check_unix_sockets(st.id, st.pid, in_tree, ext_unix_sk);
 }
 
 }  // namespace crx::checkpoint

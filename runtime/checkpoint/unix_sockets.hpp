@@ -71,7 +71,9 @@ std::string external_unix_sockets_error(const std::string& id,
 // container's.
 void check_unix_sockets(const std::string& id, pid_t init, const std::vector<pid_t>& pids,
                         bool ext_unix_sk = false);
-// The same for the processes a dump of the container carries (init's tree).
-void check_container_unix_sockets(const state::ContainerState& st, bool ext_unix_sk);
+// The same for the processes a dump of the container carries (init's
+// tree: ProcessSplit::in_tree_pids()).
+void check_container_unix_sockets(const state::ContainerState& st,
+                                  const std::vector<pid_t>& in_tree, bool ext_unix_sk);
 
 }  // namespace crx::checkpoint

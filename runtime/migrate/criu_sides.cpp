@@ -211,8 +211,10 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
     throw Error("container " + id_ + " has a terminal (process.terminal): its console stays on "
                 "this host and cannot follow it; crx migrates containers without one");
   }
-  left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
-  checkpoint::check_container_unix_sockets(src_.state, src_.base.ext_unix_sk);
+  checkpoint::ProcessSplit processes = checkpoint::check_outside_processes(src_, kill_exec_);
+  left_out_ = processes.outside;
+  checkpoint::check_container_unix_sockets(src_.state, processes.in_tree_pids(),
+                                           src_.base.ext_unix_sk);
   // The page server protocol's header follows CRIU's version (asked once,
   // before anything is frozen).
   auto v = checkpoint::criu_version();
@@ -678,9 +680,12 @@ void CriuSource::freeze() {
   const auto t1 = std::chrono::steady_clock::now();
   // Frozen: the set cannot change any more. A refusal here rolls back
   // (resume() thaws the source).
-  left_out_ = checkpoint::check_outside_processes(src_, kill_exec_);
+  // One walk of the processes serves both checks.
+  checkpoint::ProcessSplit processes = checkpoint::check_outside_processes(src_, kill_exec_);
+  left_out_ = processes.outside;
   const auto t2 = std::chrono::steady_clock::now();
-  checkpoint::check_container_unix_sockets(src_.state, src_.base.ext_unix_sk);
+  checkpoint::check_container_unix_sockets(src_.state, processes.in_tree_pids(),
+                                           src_.base.ext_unix_sk);
   const auto ms = [](auto a, auto b) {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
   };

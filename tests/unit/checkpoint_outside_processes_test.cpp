@@ -24,6 +24,7 @@ struct FakeTable : ProcessTable {
       {1000, {700, 'S', "sh -c counter"}},
   };
   std::vector<pid_t> cgroup, pidns;
+  mutable int walks = 0;  // of the pid namespace (a walk of all of /proc)
 
   void add(pid_t pid, pid_t ppid, const std::string& cmd, bool in_cgroup = true,
            bool in_pidns = true, char state = 'S') {
@@ -32,7 +33,10 @@ struct FakeTable : ProcessTable {
     if (in_pidns) pidns.push_back(pid);
   }
   std::vector<pid_t> cgroup_pids() const override { return cgroup; }
-  std::vector<pid_t> pid_namespace_pids() const override { return pidns; }
+  std::vector<pid_t> pid_namespace_pids() const override {
+    ++walks;
+    return pidns;
+  }
   std::optional<ProcessInfo> info(pid_t pid) const override {
     auto it = procs.find(pid);
     if (it == procs.end()) return std::nullopt;
@@ -63,6 +67,20 @@ TEST(OutsideProcesses, InitAndItsDescendantsAreInside) {
   // What a dump carries, for the migration's inventory: no zombie.
   EXPECT_EQ(pids(crx::checkpoint::processes_in_tree(t, 1000)),
             (std::vector<pid_t>{1000, 1001, 1002}));
+}
+
+// The freeze checks both sides (outside: refused; in the tree: their unix
+// sockets) from one walk of /proc.
+TEST(OutsideProcesses, OneWalkGivesBothSides) {
+  FakeTable t = container_with_init();
+  t.add(1001, 1000, "sleep 1");
+  t.add(1100, 1, "exec'd");
+  t.add(1101, 1100, "", true, true, 'Z');
+  auto split = crx::checkpoint::split_processes(t, 1000);
+  EXPECT_EQ(t.walks, 1);
+  EXPECT_EQ(pids(split.in_tree), (std::vector<pid_t>{1000, 1001}));
+  EXPECT_EQ(split.in_tree_pids(), (std::vector<pid_t>{1000, 1001}));
+  EXPECT_EQ(pids(split.outside), (std::vector<pid_t>{1100}));
 }
 
 TEST(OutsideProcesses, ExecdProcessWhoseParentIsGoneIsOutside) {

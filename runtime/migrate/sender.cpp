@@ -311,6 +311,7 @@ class Sender {
     RoundStart start;
     UniqueFd page_fd;
     Clock::time_point t0;
+    std::unique_ptr<ImageStreamer> streamer;  // started: sends what CRIU writes
   };
 
   RoundReport do_round(bool final) { return run_round(open_round(final)); }
@@ -336,7 +337,16 @@ class Sender {
     const bool lazy = final && o_.manifest.lazy;
     set_socket_timeouts(page_fd.get(), o_.timeout, !lazy);
     detect_dead_peer(page_fd.get(), o_.timeout);
-    return OpenRound{start, std::move(page_fd), t0};
+    // The streamer's thread is made here, with the round: a final round
+    // opened ahead makes it before the freeze, not in the frozen window
+    // (4-6 ms of it in a TCG guest). The round has started at the receiver,
+    // and this thread receives nothing more before the round runs: from
+    // here on the control connection only sends, one frame at a time.
+    std::string dir = round_dir(start.round);
+    mkdir_p(dir, 0700);
+    auto streamer = std::make_unique<ImageStreamer>(*conn_, dir, std::to_string(start.round));
+    streamer->start();
+    return OpenRound{start, std::move(page_fd), t0, std::move(streamer)};
   }
 
   RoundReport run_round(OpenRound open) {
@@ -347,10 +357,8 @@ class Sender {
     RoundReport r;
     r.round = start.round;
     r.final = final;
-    std::string dir = round_dir(start.round);
-    mkdir_p(dir, 0700);
-    ImageStreamer streamer(*conn_, dir, std::to_string(start.round));
-    streamer.start();
+    const std::string dir = round_dir(start.round);
+    ImageStreamer& streamer = *open.streamer;
     auto c0 = Clock::now();  // CRIU starts: its snapshot of the dirty pages
     since_prev_snapshot_ = last_snapshot_ ? std::chrono::duration<double>(c0 - *last_snapshot_).count() : 0;
     last_snapshot_ = c0;

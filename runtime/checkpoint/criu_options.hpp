@@ -113,6 +113,9 @@ struct RestoreOptions : CommonOptions {
   std::optional<PageServerTarget> page_server;  // lazy pages source
   bool auto_dedup = false;
   std::vector<std::pair<std::string, std::string>> cgroup_roots;  // ctrl, path
+  // CRIU's --cgroup-yard: a directory with the hierarchies mounted already
+  // (cgroup_yard.hpp); "" lets CRIU make its own.
+  std::string cgroup_yard;
   // CRX_VERBS_DEFER_RESUME=1 for CRIU: the verbs plugin leaves restored QPs
   // stopped and crx resumes them itself (after a migration's commit).
   bool defer_verbs_resume = false;

@@ -212,6 +212,7 @@ struct OptsBuilder {
     for (auto& r : cg_roots) cg_root_ptrs.push_back(&r);
     opts.n_cg_root = cg_root_ptrs.size();
     opts.cg_root = cg_root_ptrs.data();
+    if (!o.cgroup_yard.empty()) opts.cgroup_yard = s(o.cgroup_yard);
     const std::pair<const char*, const std::string*> wanted[] = {
         {"net", &o.join_netns}, {"uts", &o.join_uts}, {"ipc", &o.join_ipc}};
     size_t n = 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "checkpoint/carried_state.hpp"
+#include "checkpoint/cgroup_yard.hpp"
 #include "checkpoint/criu_root.hpp"
 #include "checkpoint/image_dirs.hpp"
 #include "checkpoint/criu_plugins.hpp"
@@ -167,6 +168,17 @@ void PreparedRestore::prepare() {
   const auto hierarchies = cgroup::parse_mountinfo(read_file("/proc/self/mountinfo"));
   o_.cgroup_roots = cgroup::criu_cgroup_roots(hierarchies, cg_->dirs());
   cgroup_v2_path_ = cgroup::criu_v2_path(hierarchies, cg_->dirs());
+  // CRIU's cgroup yard, made now instead of inside the restore (and
+  // without a cgroup2 mount of CRIU's own, which would reset the host's
+  // cgroup2 options): on a pure cgroup2 host whose cgroup2 mount shows the
+  // hierarchy from its root, as CRIU's own mount would (cgroup_yard.hpp).
+  if (!cgroup_v2_path_.empty() && o_.manage_cgroups_mode != CgroupMode::Ignore) {
+    const cgroup::Hierarchy* h = cgroup::hierarchy_of(hierarchies, cg_->dirs().at("unified"));
+    if (h && h->v2 && h->root == "/") {
+      yard_ = std::make_unique<CgroupYard>(dir_->path() + "/criu-cgyard", h->mountpoint);
+      o_.cgroup_yard = yard_->path();
+    }
+  }
   o_.defer_verbs_resume = r_.defer_verbs_resume;
 
   // What CRIU and its libraries print goes into its log (criu_rpc.cpp says
@@ -388,6 +400,7 @@ pid_t PreparedRestore::run(const std::string& images_dir, const std::function<vo
     if (!done_) become_ours(pid);
     // CRIU bound what it needed into the container: crx's own mounts go.
     tmpfs_.reset();
+    yard_.reset();
     root_.reset();
     joined_namespaces_.clear();
     work_.reset();
@@ -458,6 +471,7 @@ void PreparedRestore::release() noexcept {
     }
   }
   tmpfs_.reset();
+  yard_.reset();
   root_.reset();
   joined_namespaces_.clear();
   work_.reset();

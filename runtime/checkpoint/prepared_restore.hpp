@@ -42,6 +42,7 @@ struct CarriedState;
 class CriuRoot;
 class RestoreGuard;
 class StagedTmpfs;
+class CgroupYard;
 class StartedRestore;
 
 class PreparedRestore {
@@ -116,6 +117,7 @@ class PreparedRestore {
   UniqueFd work_;
   std::unique_ptr<CriuRoot> root_;
   std::unique_ptr<StagedTmpfs> tmpfs_;
+  std::unique_ptr<CgroupYard> yard_;  // CRIU's cgroup yard, made ahead
   std::vector<UniqueFd> joined_namespaces_;
   // A new network namespace for images that hold none (the container's
   // was a new one: CarriedState::new_netns_outside_images), made ahead.

@@ -724,9 +724,19 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   checkpoint::add_recreated_mounts(o, src_, images_dir);
   o.plugins = needs_verbs_plugin();
   o.validate_file_sizes_only = build_ids_checked();
-  if (cgroup_left_to_destination()) o.manage_cgroups_mode = checkpoint::CgroupMode::Ignore;
+  const bool cgroup_left = cgroup_left_to_destination();
+  if (cgroup_left) o.manage_cgroups_mode = checkpoint::CgroupMode::Ignore;
   std::vector<UniqueFd> namespaces =
       criu_in_container_namespaces(o, {.net = net.moves_empty, .uts_ipc = uts_ipc.has_value()});
+  // What crx chose for this dump, for the report (CRIU's own account comes
+  // only with the lazy phase's end, and is not read).
+  last_round_ = {};
+  last_round_.netns_moved_empty = net.moves_empty;
+  last_round_.net_sysctls_carried = net.carried.size();
+  last_round_.netns_read_ahead = net.read_ahead;
+  last_round_.uts_ipc_made_anew = uts_ipc.has_value();
+  last_round_.cgroup_left_to_destination = cgroup_left;
+  last_round_.build_ids_checked_ahead = o.validate_file_sizes_only;
   return std::make_unique<CriuLazyDump>(std::move(o), std::move(images), std::move(work),
                                         std::move(page_fd), std::move(namespaces));
 }

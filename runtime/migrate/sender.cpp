@@ -374,7 +374,8 @@ class Sender {
     } else {
       src_.pre_dump(dir, start.parent, page_fd.get());
     }
-    if (!lazy) {
+    {
+      // A lazy dump's: crx's choices only (SourceSide::lazy_dump).
       RoundStats stats = src_.last_round();
       r.unchanged_pages = stats.dedup.pages_unchanged;
       r.zero_pages = stats.dedup.zero_pages;

@@ -162,7 +162,8 @@ class SourceSide {
   // sysctls: the frozen container cannot change them). Throws to roll
   // back. Pure as well: a wrapper that forgot it would lose them.
   virtual LateState late_state() = 0;
-  // The last pre_dump's or dump's account, for the report. Pure as well:
+  // The last pre_dump's, dump's or lazy_dump's account, for the report
+  // (a lazy dump's holds crx's choices only: no CRIU stats). Pure as well:
   // a wrapper that forgot it would report every round as unfiltered.
   virtual RoundStats last_round() const = 0;
 };

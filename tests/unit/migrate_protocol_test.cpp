@@ -1591,6 +1591,9 @@ TEST(MigrateLazy, ResumesBeforeTheMemoryAndDestroysTheSourceAfterTheLastPage) {
   EXPECT_TRUE(r.sender.rounds[0].final);
   EXPECT_EQ(h.src.lazy_dumps, 1);
   EXPECT_TRUE(h.src.prepared_dumps.empty());  // a lazy dump's CRIU is its own
+  // What the source chose for its lazy dump is in the report, as for a
+  // final dump.
+  EXPECT_TRUE(r.sender.rounds[0].netns_moved_empty);
   EXPECT_EQ(h.dst.restored_core, "core of the lazy dump");
   // The destination ran before its memory was all there; the source went
   // only after the last page, never resumed.

@@ -92,6 +92,8 @@ class LazyMigrateTest(Receiving, Base):
         rounds = report["rounds"]
         self.assertEqual(len(rounds), 1, rounds)
         self.assertLess(rounds[0]["page_bytes"], min(16, MIB // 4) << 20, rounds)
+        # The lazy dump's choices are reported as the final dump's are.
+        self.assertTrue(rounds[0].get("cgroup_left_to_destination"), rounds[0])
         lazy = report["lazy"]
         self.assertGreaterEqual(lazy["pages"] * 4096, (MIB - 1) << 20, lazy)
         self.assertGreater(lazy["on_demand_pages"], 0, lazy)

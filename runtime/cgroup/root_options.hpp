@@ -4,9 +4,9 @@
 // CRIU mounts cgroup2 with no options while it dumps a container's cgroup
 // properties and while it prepares a restore's cgroup yard (criu/cgroup.c,
 // 3.17; crx's restores give it a yard of their own where they can:
-// checkpoint/cgroup_yard.hpp), and the kernel applies the options of a new cgroup2 mount to the
-// whole hierarchy when the mounter is in the initial cgroup namespace
-// (apply_cgroup_root_flags(), Linux 6.1). So after `crx checkpoint`,
+// checkpoint/cgroup_yard.hpp), and the kernel applies the options of a new
+// cgroup2 mount to the whole hierarchy when the mounter is in the initial
+// cgroup namespace (apply_cgroup_root_flags(), Linux 6.1). So after `crx checkpoint`,
 // `crx restore` or a migration the host had lost them (seen in the test
 // bed's guests): nsdelegate's delegation boundary, the memory protection
 // of memory_recursiveprot, favordynmods' cheap cgroup moves. crx takes them

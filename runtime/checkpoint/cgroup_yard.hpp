@@ -13,9 +13,10 @@
 //
 // This yard is a directory holding a private bind mount of the host's
 // cgroup2 mount at `unified`: the same hierarchy CRIU's own mount would
-// show, from its root, with nothing of the superblock touched. It is made
-// while the container is still on the source, and removed once CRIU is
-// done. A restore whose images name other hierarchies (from a cgroup v1
+// show, from its root, with nothing of the superblock touched. The
+// prepared restore makes it before the images are read (a migration's:
+// while the container still runs on the source) and removes it once CRIU
+// is done. A restore whose images name other hierarchies (from a cgroup v1
 // host) has CRIU mount those in the yard as before; they are detached
 // with it.
 #pragma once

@@ -209,9 +209,4 @@ void check_unix_sockets(const std::string& id, pid_t init, const std::vector<pid
   if (!external.empty()) throw Error(external_unix_sockets_error(id, external), EBUSY);
 }
 
-void check_container_unix_sockets(const state::ContainerState& st,
-                                  const std::vector<pid_t>& in_tree, bool ext_unix_sk) {
-  check_unix_sockets(st.id, st.pid, in_tree, ext_unix_sk);
-}
-
 }  // namespace crx::checkpoint

@@ -21,7 +21,6 @@
 #include <string>
 #include <vector>
 
-#include "state/store.hpp"
 
 namespace crx::checkpoint {
 
@@ -69,11 +68,8 @@ std::string external_unix_sockets_error(const std::string& id,
 // Refuses (throws crx::Error, EBUSY) if a process of `pids` holds a unix
 // socket connected outside them; init's network namespace is the
 // container's.
+// A container's: pids is the tree a dump carries (ProcessSplit::in_tree_pids()).
 void check_unix_sockets(const std::string& id, pid_t init, const std::vector<pid_t>& pids,
                         bool ext_unix_sk = false);
-// The same for the processes a dump of the container carries (init's
-// tree: ProcessSplit::in_tree_pids()).
-void check_container_unix_sockets(const state::ContainerState& st,
-                                  const std::vector<pid_t>& in_tree, bool ext_unix_sk);
 
 }  // namespace crx::checkpoint

@@ -211,10 +211,7 @@ CriuSource::CriuSource(container::GlobalOptions g, std::string id, checkpoint::C
     throw Error("container " + id_ + " has a terminal (process.terminal): its console stays on "
                 "this host and cannot follow it; crx migrates containers without one");
   }
-  checkpoint::ProcessSplit processes = checkpoint::check_outside_processes(src_, kill_exec_);
-  left_out_ = processes.outside;
-  checkpoint::check_container_unix_sockets(src_.state, processes.in_tree_pids(),
-                                           src_.base.ext_unix_sk);
+  check_processes();
   // The page server protocol's header follows CRIU's version (asked once,
   // before anything is frozen).
   auto v = checkpoint::criu_version();
@@ -680,18 +677,24 @@ void CriuSource::freeze() {
   const auto t1 = std::chrono::steady_clock::now();
   // Frozen: the set cannot change any more. A refusal here rolls back
   // (resume() thaws the source).
-  // One walk of the processes serves both checks.
-  checkpoint::ProcessSplit processes = checkpoint::check_outside_processes(src_, kill_exec_);
-  left_out_ = processes.outside;
-  const auto t2 = std::chrono::steady_clock::now();
-  checkpoint::check_container_unix_sockets(src_.state, processes.in_tree_pids(),
-                                           src_.base.ext_unix_sk);
+  check_processes();
   const auto ms = [](auto a, auto b) {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(b - a).count());
   };
-  log::debug("migrate: " + id_ + " frozen in " + ms(t0, t1) + " ms; its processes checked in " +
-             ms(t1, t2) + " ms, its unix sockets in " + ms(t2, std::chrono::steady_clock::now()) +
-             " ms");
+  log::debug("migrate: " + id_ + " frozen in " + ms(t0, t1) + " ms; its processes and unix " +
+             "sockets checked in " + ms(t1, std::chrono::steady_clock::now()) + " ms");
+}
+
+void CriuSource::check_processes() {
+  checkpoint::ProcessSplit processes = checkpoint::check_outside_processes(src_, kill_exec_);
+  left_out_ = processes.outside;
+  checkpoint::check_unix_sockets(id_, src_.pid, processes.in_tree_pids(), src_.base.ext_unix_sk);
+}
+
+void CriuSource::record_netns(const NetnsAtFreeze& net) {
+  last_round_.net_sysctls_carried = net.carried.size();
+  last_round_.netns_read_ahead = net.read_ahead;
+  last_round_.net_sysctls_late = net.sysctls_late;
 }
 
 void CriuSource::dump(const std::string& images_dir, const std::string& parent, int page_fd,
@@ -704,9 +707,7 @@ void CriuSource::dump(const std::string& images_dir, const std::string& parent, 
   write_carried_state(images_dir, net, uts_ipc);
   run_dump(checkpoint::criu_dump, images_dir, parent, page_fd, "dump.log", true, parent_pages,
            {.net = net.moves_empty, .uts_ipc = uts_ipc.has_value()});
-  last_round_.net_sysctls_carried = net.carried.size();
-  last_round_.netns_read_ahead = net.read_ahead;
-  last_round_.net_sysctls_late = net.sysctls_late;
+  record_netns(net);
 }
 
 std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, UniqueFd page_fd) {
@@ -731,9 +732,8 @@ std::unique_ptr<LazyDump> CriuSource::lazy_dump(const std::string& images_dir, U
   // What crx chose for this dump, for the report (CRIU's own account comes
   // only with the lazy phase's end, and is not read).
   last_round_ = {};
+  record_netns(net);
   last_round_.netns_moved_empty = net.moves_empty;
-  last_round_.net_sysctls_carried = net.carried.size();
-  last_round_.netns_read_ahead = net.read_ahead;
   last_round_.uts_ipc_made_anew = uts_ipc.has_value();
   last_round_.cgroup_left_to_destination = cgroup_left;
   last_round_.build_ids_checked_ahead = o.validate_file_sizes_only;

@@ -150,6 +150,12 @@ class CriuSource : public SourceSide {
   // namespace is watched (late_netns_) and moves empty (CRIU's dump does
   // not touch it then), not read now.
   NetnsAtFreeze check_netns(bool sysctls_later);
+  // What check_netns() found, into last_round_ (for the report).
+  void record_netns(const NetnsAtFreeze& net);
+  // Refuses processes outside the init's tree (unless kill_exec_, then
+  // left_out_ names them) and unix sockets of the tree connected outside
+  // it; one walk of the processes for both.
+  void check_processes();
   // The container's UTS and IPC namespaces at the freeze: what they hold,
   // when the destination can make them anew holding it (nullopt: CRIU
   // dumps them; checkpoint/uts_ipc_anew.hpp).

@@ -1,12 +1,14 @@
 #include "common/fs.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <climits>
-#include <filesystem>
+#include <cstdint>
+#include <memory>
 
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
@@ -75,11 +77,43 @@ void write_file_atomic(const std::string& path, std::string_view data, mode_t mo
   }
 }
 
+namespace {
+
+bool is_directory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// path without trailing slashes ("/" stays "/").
+std::string without_trailing_slashes(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  return path;
+}
+
+}  // namespace
+
 void mkdir_p(const std::string& path, mode_t mode) {
-  std::error_code ec;
-  std::filesystem::create_directories(path, ec);
-  if (ec) throw Error("create directory " + path + ": " + ec.message());
-  (void)mode;
+  const std::string dir = without_trailing_slashes(path);
+  if (dir.empty()) throw Error("create directory: the path is empty", EINVAL);
+  if (::mkdir(dir.c_str(), mode) != 0) {
+    int err = errno;
+    if (err == EEXIST) {
+      if (is_directory(dir)) return;
+      throw_errno("create directory " + dir, ENOTDIR);
+    }
+    if (err != ENOENT) throw_errno("create directory " + dir, err);
+    auto slash = dir.rfind('/');
+    if (slash == std::string::npos || slash == 0) throw_errno("create directory " + dir, err);
+    mkdir_p(dir.substr(0, slash), mode);
+    if (::mkdir(dir.c_str(), mode) != 0) {
+      err = errno;
+      // Made by someone else since: fine, as it would have been before.
+      if (err == EEXIST && is_directory(dir)) return;
+      throw_errno("create directory " + dir, err);
+    }
+  }
+  // The mode exactly, whatever the umask took from it.
+  if (::chmod(dir.c_str(), mode) != 0) throw_errno("chmod " + dir);
 }
 
 bool path_exists(const std::string& path) {
@@ -87,10 +121,69 @@ bool path_exists(const std::string& path) {
   return ::lstat(path.c_str(), &st) == 0;
 }
 
+namespace {
+
+// The mount that name in dirfd (not followed if a symlink; dirfd itself if
+// name is "") is on, from statx.
+uint64_t mount_id_at(int dirfd, const char* name, const std::string& path) {
+  struct statx stx {};
+  int flags = AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | (*name ? 0 : AT_EMPTY_PATH);
+  if (::statx(dirfd, name, flags, STATX_MNT_ID, &stx) != 0)
+    throw_errno("statx " + path);
+  if (!(stx.stx_mask & STATX_MNT_ID))
+    throw Error("statx " + path + ": this kernel reports no mount id", Cause::Unsupported);
+  return stx.stx_mnt_id;
+}
+
+// Empties the directory open at dirfd (path names it in errors), not
+// entering a directory on another mount than mnt_id.
+void remove_below(int dirfd, const std::string& path, uint64_t mnt_id) {
+  int dup_fd = ::fcntl(dirfd, F_DUPFD_CLOEXEC, 0);
+  if (dup_fd < 0) throw_errno("dup " + path);
+  DIR* d = ::fdopendir(dup_fd);
+  if (!d) {
+    int err = errno;
+    ::close(dup_fd);
+    throw_errno("open directory " + path, err);
+  }
+  std::unique_ptr<DIR, int (*)(DIR*)> dir(d, ::closedir);
+  for (;;) {
+    errno = 0;
+    dirent* e = ::readdir(d);
+    if (!e) {
+      if (errno != 0) throw_errno("read directory " + path);
+      break;
+    }
+    std::string name = e->d_name;
+    if (name == "." || name == "..") continue;
+    const std::string child = path + "/" + name;
+    if (::unlinkat(dirfd, name.c_str(), 0) == 0) continue;
+    if (errno != EISDIR) throw_errno("remove " + child);
+    if (mount_id_at(dirfd, name.c_str(), child) != mnt_id)
+      throw Error("remove " + child + ": a mount point; not entering it", Cause::Busy, EBUSY);
+    UniqueFd sub(::openat(dirfd, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    if (!sub) throw_errno("open " + child);
+    remove_below(sub.get(), child, mnt_id);
+    if (::unlinkat(dirfd, name.c_str(), AT_REMOVEDIR) != 0) throw_errno("remove " + child);
+  }
+}
+
+}  // namespace
+
 void remove_tree(const std::string& path) {
-  std::error_code ec;
-  std::filesystem::remove_all(path, ec);
-  if (ec) throw Error("remove " + path + ": " + ec.message());
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw_errno("remove " + path);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT) throw_errno("remove " + path);
+    return;
+  }
+  UniqueFd dir(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) throw_errno("open " + path);
+  remove_below(dir.get(), path, mount_id_at(dir.get(), "", path));
+  if (::rmdir(path.c_str()) != 0) throw_errno("remove " + path);
 }
 
 std::string executable_directory() {

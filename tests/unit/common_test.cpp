@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
@@ -81,6 +83,59 @@ TEST(Fs, ReadMissingFileIsNotFound) {
   } catch (const crx::Error& e) {
     EXPECT_EQ(e.cause(), crx::Cause::NotFound);
   }
+}
+
+TEST(Fs, MkdirPGivesEveryDirectoryItMakesTheModeWhateverTheUmask) {
+  auto dir = temp_dir();
+  mode_t old = ::umask(077);
+  crx::mkdir_p(dir + "/a/b/c/", 0755);
+  ::umask(old);
+  for (const char* sub : {"/a", "/a/b", "/a/b/c"}) {
+    struct stat st {};
+    ASSERT_EQ(::stat((dir + sub).c_str(), &st), 0) << sub;
+    EXPECT_EQ(st.st_mode & 07777, 0755u) << sub;
+  }
+  // One that is there keeps its mode.
+  ASSERT_EQ(::chmod((dir + "/a/b").c_str(), 0711), 0);
+  crx::mkdir_p(dir + "/a/b", 0700);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir + "/a/b").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0711u);
+  crx::remove_tree(dir);
+}
+
+TEST(Fs, MkdirPThroughAFileIsNotADirectory) {
+  auto dir = temp_dir();
+  crx::write_file(dir + "/f", "x");
+  for (const std::string& bad : {dir + "/f", dir + "/f/sub"}) {
+    try {
+      crx::mkdir_p(bad, 0700);
+      FAIL() << "expected an error for " << bad;
+    } catch (const crx::Error& e) {
+      EXPECT_EQ(e.sys_errno(), ENOTDIR) << e.what();
+      EXPECT_EQ(e.cause(), crx::Cause::Invalid);
+      EXPECT_NE(std::string(e.what()).find(dir + "/f"), std::string::npos) << e.what();
+    }
+  }
+  crx::remove_tree(dir);
+}
+
+TEST(Fs, RemoveTreeTakesEverythingButWhatASymlinkPointsTo) {
+  auto dir = temp_dir();
+  auto outside = temp_dir();
+  crx::write_file(outside + "/keep", "x");
+  crx::mkdir_p(dir + "/a/b", 0700);
+  crx::write_file(dir + "/a/b/file", "x");
+  crx::write_file(dir + "/top", "x");
+  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/a/link").c_str()), 0);
+  crx::remove_tree(dir);
+  EXPECT_FALSE(crx::path_exists(dir));
+  EXPECT_TRUE(crx::path_exists(outside + "/keep"));
+  // Gone already, and a plain file: both fine.
+  EXPECT_NO_THROW(crx::remove_tree(dir));
+  EXPECT_NO_THROW(crx::remove_tree(outside + "/keep"));
+  EXPECT_FALSE(crx::path_exists(outside + "/keep"));
+  crx::remove_tree(outside);
 }
 
 }  // namespace

@@ -95,23 +95,18 @@ std::string without_trailing_slashes(std::string path) {
 void mkdir_p(const std::string& path, mode_t mode) {
   const std::string dir = without_trailing_slashes(path);
   if (dir.empty()) throw Error("create directory: the path is empty", EINVAL);
-  if (::mkdir(dir.c_str(), mode) != 0) {
-    int err = errno;
-    if (err == EEXIST) {
-      if (is_directory(dir)) return;
-      throw_errno("create directory " + dir, ENOTDIR);
-    }
-    if (err != ENOENT) throw_errno("create directory " + dir, err);
+  int err = ::mkdir(dir.c_str(), mode) == 0 ? 0 : errno;
+  if (err == ENOENT) {  // its parent first
     auto slash = dir.rfind('/');
     if (slash == std::string::npos || slash == 0) throw_errno("create directory " + dir, err);
     mkdir_p(dir.substr(0, slash), mode);
-    if (::mkdir(dir.c_str(), mode) != 0) {
-      err = errno;
-      // Made by someone else since: fine, as it would have been before.
-      if (err == EEXIST && is_directory(dir)) return;
-      throw_errno("create directory " + dir, err);
-    }
+    err = ::mkdir(dir.c_str(), mode) == 0 ? 0 : errno;
   }
+  if (err == EEXIST) {  // there already (or made by someone else since)
+    if (is_directory(dir)) return;
+    throw_errno("create directory " + dir, ENOTDIR);
+  }
+  if (err != 0) throw_errno("create directory " + dir, err);
   // The mode exactly, whatever the umask took from it.
   if (::chmod(dir.c_str(), mode) != 0) throw_errno("chmod " + dir);
 }

@@ -25,7 +25,7 @@ RUN apt-get update \
       build-essential dpkg-dev debhelper dh-dkms fakeroot \
       cmake g++ ninja-build pkg-config python3 \
       libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev \
-      libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libxxhash-dev libarchive-dev \
+      libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libxxhash-dev liblz4-dev libarchive-dev \
       libnl-3-dev libnl-route-3-dev libelf-dev \
       libibverbs-dev criu \
  && apt-get clean && rm -rf /var/lib/apt/lists/*

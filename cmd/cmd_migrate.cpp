@@ -37,6 +37,7 @@ struct MigrateArgs : MigrateConfigArgs {
   bool kill_exec = false;
   bool lazy = false;
   bool no_page_dedup = false;
+  bool no_page_compression = false;
   std::string on_freeze;
   CriuFlagArgs criu;
 };
@@ -63,6 +64,9 @@ void register_migrate(Cli& cli) {
   sub->add_flag("--no-page-dedup", a->no_page_dedup,
                 "send every page CRIU dumps, also those the destination holds unchanged from an "
                 "earlier round (by default they are left out; for comparisons)");
+  sub->add_flag("--no-page-compression", a->no_page_compression,
+                "send the encrypted page channel uncompressed (by default what LZ4 shrinks "
+                "goes compressed; for comparisons)");
   sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
@@ -137,6 +141,7 @@ void register_migrate(Cli& cli) {
       // processes CRIU would leave behind (unless --kill-exec).
       migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       if (a->no_page_dedup) criu.disable_page_dedup();
+      if (a->no_page_compression) criu.disable_page_compression();
       o.manifest.inventory = criu.inventory().to_json();
       o.manifest.elf_files = criu.read_elf_files();
       migrate::VerbsSource verbs(criu, qps, a->id, !inv.empty());

@@ -14,7 +14,7 @@ top=$(dirname "$here")
 
 packages="cmake g++ ninja-build pkg-config clang libclang-rt-dev lld
   libseccomp-dev libcap-dev libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
-  libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libxxhash-dev libarchive-dev
+  libgtest-dev libgmock-dev libprotobuf-c-dev protobuf-c-compiler libssl-dev libxxhash-dev liblz4-dev libarchive-dev
   libnl-3-dev libnl-route-3-dev libelf-dev
   busybox-static runc crun criu iptables iproute2 procps psmisc util-linux
   qemu-system-x86 kmod cpio xz-utils rdma-core ibverbs-utils libibverbs-dev perftest

@@ -562,7 +562,7 @@ void CriuSource::run_dump(
     dedup.emplace(ledger_, UniqueFd(copy), page_layout_,
                   ready && ready->relay_ends ? std::move(*ready->relay_ends)
                                              : PageDedupRelay::Ends::make(),
-                  !parent.empty(), checked, zero_runs_);
+                  !parent.empty(), checked, zero_runs_, compress_);
     page_fd = dedup->criu_end();
   }
   o.page_server = checkpoint::PageServerTarget{"", 0, page_fd};

@@ -63,6 +63,12 @@ class CriuSource : public SourceSide {
     zero_runs_ = destination_decodes && page_dedup_;
     return zero_runs_;
   }
+  // Frames are never compressed (--no-page-compression: for comparisons).
+  void disable_page_compression() { page_compression_ = false; }
+  bool compress_pages(bool destination_decodes) override {
+    compress_ = destination_decodes && zero_runs_ && page_compression_;
+    return compress_;
+  }
   RoundStats last_round() const override { return last_round_; }
   // With a destination that makes them, a final dump leaves the
   // container's UTS and IPC namespaces out when its IPC namespace holds no
@@ -234,6 +240,8 @@ class CriuSource : public SourceSide {
   // this migration's rounds.
   bool page_dedup_ = true;
   bool zero_runs_ = false;
+  bool page_compression_ = true;
+  bool compress_ = false;
   PageHeaderLayout page_layout_ = PageHeaderLayout::Criu3;
   PageLedger ledger_;
   RoundStats last_round_;

@@ -95,16 +95,17 @@ PageDedupRelay::Ends PageDedupRelay::Ends::make() {
 }
 
 PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
-                               bool criu_has_parent, TaskMemory* check_parent, bool zero_runs)
+                               bool criu_has_parent, TaskMemory* check_parent, bool zero_runs,
+                               bool compress)
     : PageDedupRelay(ledger, std::move(network), layout, Ends::make(), criu_has_parent,
-                     check_parent, zero_runs) {}
+                     check_parent, zero_runs, compress) {}
 
 PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
                                Ends ends, bool criu_has_parent, TaskMemory* check_parent,
-                               bool zero_runs)
+                               bool zero_runs, bool compress)
     : ledger_(ledger), network_(std::move(network)), local_(std::move(ends.local)),
       criu_(std::move(ends.criu)), layout_(layout), criu_has_parent_(criu_has_parent),
-      check_parent_(check_parent), out_(zero_runs) {
+      check_parent_(check_parent), out_(zero_runs, compress) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -129,6 +130,8 @@ PageDedupStats PageDedupRelay::finish() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!error_.empty()) throw Error(error_, error_cause_, error_errno_);
   stats_.zero_pages = out_.zero_pages();
+  stats_.compressed_in = out_.compressed_in();
+  stats_.compressed_out = out_.compressed_out();
   return stats_;
 }
 
@@ -401,7 +404,8 @@ int32_t PageDedupRelay::pass_answer(size_t len) {
 }
 
 void PageDedupRelay::flush() {
-  const std::string& wire = out_.wire();
+  if (out_.wire().empty()) return;
+  const std::string& wire = out_.seal();
   if (wire.empty()) return;
   // A channel's first bytes go in small writes, so in small TLS records
   // (kernel TLS makes one per send, up to 16 KiB): a new connection may

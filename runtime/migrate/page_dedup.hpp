@@ -68,9 +68,11 @@ class PageDedupRelay {
   // outlives the relay. nullptr: CRIU's word stands.
   // zero_runs: the stream goes out in frames, pages of zeros as their
   // count (zero_runs.hpp); only where the destination decodes them.
+  // compress: with zero_runs, each write's frames in an LZ4 frame where
+  // that makes them smaller (zero_runs.hpp, "Compressed").
   PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout,
                  bool criu_has_parent = true, TaskMemory* check_parent = nullptr,
-                 bool zero_runs = false);
+                 bool zero_runs = false, bool compress = false);
   // The two sockets between CRIU and the relay, made before it: a CRIU
   // started ahead of its request (checkpoint::StartedDump) inherits its end
   // from the start.
@@ -80,7 +82,7 @@ class PageDedupRelay {
   };
   PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout, Ends ends,
                  bool criu_has_parent = true, TaskMemory* check_parent = nullptr,
-                 bool zero_runs = false);
+                 bool zero_runs = false, bool compress = false);
   ~PageDedupRelay();
   PageDedupRelay(const PageDedupRelay&) = delete;
   PageDedupRelay& operator=(const PageDedupRelay&) = delete;

@@ -48,6 +48,9 @@ struct PageDedupStats {
   uint64_t parent_pages_changed = 0;
   // Pages of zeros that crossed as their count (zero_runs.hpp).
   uint64_t zero_pages = 0;
+  // Bytes of frames that crossed in LZ4 frames, and those frames' size
+  // (zero_runs.hpp, "Compressed").
+  uint64_t compressed_in = 0, compressed_out = 0;
 };
 
 class PageLedger {

@@ -159,13 +159,28 @@ bool PageRelay::frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
   }
   const zero_runs::Header frame = zero_runs::parse_header(h);
   if (frame.kind == zero_runs::kZeros) {
-    static const char zeros[kChunk] = {};
-    for (size_t left = frame.length; left > 0;) {
-      const size_t n = std::min(left, sizeof zeros);
-      if (!send_all(local_.get(), zeros, n)) throw_errno("passing pages to criu page-server");
-      left -= n;
+    zeros_to_local(frame.length);
+    return true;
+  }
+  if (frame.kind == zero_runs::kLz4) {
+    lz4_in_.resize(frame.length);
+    for (size_t got_payload = 0; got_payload < frame.length;) {
+      ssize_t n = retry_eintr([&] {
+        return ::read(tls_.get(), lz4_in_.data() + got_payload, frame.length - got_payload);
+      });
+      if (n < 0) throw_network_error(errno);
+      if (n == 0) throw Error("the page channel ended inside a frame", Cause::IO);
+      got_payload += static_cast<size_t>(n);
+      bytes_in_ += static_cast<uint64_t>(n);
     }
-    zero_bytes_ += frame.length;
+    zero_runs::inflate(lz4_in_.data(), lz4_in_.size(), lz4_out_);
+    zero_runs::for_each_inner_frame(lz4_out_, [&](const zero_runs::Header& inner, const char* data) {
+      if (!data) {
+        zeros_to_local(inner.length);
+      } else if (!send_all(local_.get(), data, inner.length)) {
+        throw_errno("passing pages to criu page-server");
+      }
+    });
     return true;
   }
   for (size_t left = frame.length; left > 0;) {
@@ -174,6 +189,16 @@ bool PageRelay::frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
     left -= n;
   }
   return true;
+}
+
+void PageRelay::zeros_to_local(size_t len) {
+  static const char zeros[kChunk] = {};
+  for (size_t left = len; left > 0;) {
+    const size_t n = std::min(left, sizeof zeros);
+    if (!send_all(local_.get(), zeros, n)) throw_errno("passing pages to criu page-server");
+    left -= n;
+  }
+  zero_bytes_ += len;
 }
 
 void PageRelay::run() {

@@ -48,7 +48,8 @@ class PageRelay {
   enum class OnEnd { Close, Hold };
 
   // What the network side carries: CRIU's stream as it is, or in the
-  // frames of zero_runs.hpp, which the relay writes out as that stream.
+  // frames of zero_runs.hpp (compressed ones too), which the relay writes
+  // out as that stream.
   enum class Framing { None, ZeroRuns };
 
   // Takes the network socket (kTLS, or any stream socket with ZeroRuns;
@@ -78,6 +79,7 @@ class PageRelay {
  private:
   void run();
   bool network_to_local(int pipe_r, int pipe_w, char* buf, size_t len);  // false: EOF
+  void zeros_to_local(size_t len);
   // Framing::ZeroRuns: one frame from the network to CRIU's end.
   bool frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len);  // false: EOF
   // Up to max bytes from the network to CRIU's end (splice, else copy);
@@ -94,6 +96,7 @@ class PageRelay {
   std::atomic<bool> network_ended_{false};
   std::atomic<uint64_t> bytes_in_{0};
   std::atomic<uint64_t> zero_bytes_{0};
+  std::string lz4_in_, lz4_out_;  // a kLz4 frame's payload and what it decoded to
   mutable std::mutex mutex_;  // error_, and tls_ being closed by the thread
   std::string error_;
   std::thread thread_;

@@ -108,6 +108,7 @@ std::string to_json(const Acceptance& a) {
   if (a.prepare_seconds > 0) j["prepare_seconds"] = a.prepare_seconds;
   if (a.final_round_ahead) j["final_round_ahead"] = true;
   if (a.zero_runs) j["zero_runs"] = true;
+  if (a.lz4_frames) j["lz4_frames"] = true;
   if (a.uts_ipc_anew) j["uts_ipc_anew"] = true;
   if (a.late_state) j["late_state"] = true;
   if (a.elf_files_same) j["elf_files_same"] = true;
@@ -125,6 +126,7 @@ Acceptance parse_acceptance(const std::string& text) {
     throw Error("malformed accept frame: \"prepare_seconds\" is negative", Cause::Invalid);
   a.final_round_ahead = opt<bool>(j, w, "final_round_ahead", false);
   a.zero_runs = opt<bool>(j, w, "zero_runs", false);
+  a.lz4_frames = opt<bool>(j, w, "lz4_frames", false);
   a.uts_ipc_anew = opt<bool>(j, w, "uts_ipc_anew", false);
   a.late_state = opt<bool>(j, w, "late_state", false);
   a.elf_files_same = opt<bool>(j, w, "elf_files_same", false);

@@ -98,6 +98,9 @@ struct Acceptance {
   // The receiver decodes a page channel in frames (zero_runs.hpp). An
   // older receiver never says this: the sender's channel stays unframed.
   bool zero_runs = false;
+  // The receiver's page channels decode compressed frames too (zero_runs.hpp,
+  // "Compressed"). An older receiver never says this: no frame is compressed.
+  bool lz4_frames = false;
   // The receiver makes the UTS and IPC namespaces that the images leave
   // out, holding what crx carried (checkpoint/uts_ipc_anew.hpp). An older
   // receiver never says this: the sender's CRIU then dumps them.

@@ -67,6 +67,7 @@ class Receiver {
                                dest_.can_fill_after_resume();
       accept_.final_round_ahead = true;  // a Frozen frame tells when the window opens
       accept_.zero_runs = true;          // page channels may come in frames (zero_runs.hpp)
+      accept_.lz4_frames = true;         // and compressed ones (PageRelay decodes them)
       accept_.uts_ipc_anew = true;       // PreparedRestore makes them (uts_ipc_anew.hpp)
       accept_.late_state = true;         // read and set at the restore's hold
       make_session_dir();

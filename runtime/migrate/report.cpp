@@ -234,6 +234,8 @@ std::string MigrationReport::to_text() const {
       out += "; " + human_bytes(r.unchanged_pages * 4096) + " unchanged, not sent again";
     if (r.zero_pages > 0)
       out += "; " + human_bytes(r.zero_pages * 4096) + " of zero pages sent as their count";
+    if (r.compressed_bytes > 0)
+      out += "; " + human_bytes(r.compressed_bytes) + " compressed to " + human_bytes(r.compressed_to);
     if (r.parent_pages_checked > 0)
       out += "; " + human_bytes(r.parent_pages_checked * 4096) + " CRIU took from the parent checked, " +
              human_bytes(r.parent_pages_changed * 4096) + " of it changed and sent";
@@ -339,6 +341,10 @@ std::string MigrationReport::to_json() const {
                          {"seconds", r.seconds}};
     if (r.unchanged_pages > 0) jr["unchanged_page_bytes"] = r.unchanged_pages * 4096;
     if (r.zero_pages > 0) jr["zero_page_bytes"] = r.zero_pages * 4096;
+    if (r.compressed_bytes > 0) {
+      jr["compressed_bytes"] = r.compressed_bytes;
+      jr["compressed_to_bytes"] = r.compressed_to;
+    }
     if (r.parent_pages_checked > 0) {
       jr["parent_checked_bytes"] = r.parent_pages_checked * 4096;
       jr["parent_changed_bytes"] = r.parent_pages_changed * 4096;

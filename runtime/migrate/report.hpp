@@ -43,6 +43,9 @@ struct RoundReport {
   uint64_t unchanged_pages = 0;
   // Pages of zeros sent as their count (zero_runs.hpp).
   uint64_t zero_pages = 0;
+  // Bytes of the channel's frames that crossed LZ4-compressed, and what
+  // they took on the wire (zero_runs.hpp, "Compressed").
+  uint64_t compressed_bytes = 0, compressed_to = 0;
   // Final dump with ParentPages::Check (sides.hpp): pages CRIU took from
   // the parent that crx read and compared, and of them, the changed ones
   // it sent (the NIC's writes CRIU cannot see).

@@ -148,6 +148,8 @@ class Sender {
     // Frames only where the receiver decodes them and this side has a page
     // filter to write them (zero_runs.hpp).
     zero_runs_ = src_.zero_runs(a.zero_runs);
+    // Compressed only where the cipher makes a byte dear (zero_runs.hpp).
+    src_.compress_pages(a.lz4_frames && zero_runs_ && o_.wire != WireSecurity::Plaintext);
     src_.destination_makes_uts_ipc(a.uts_ipc_anew);
     late_state_ = a.late_state;
     src_.destination_takes_late_state(a.late_state);
@@ -379,6 +381,8 @@ class Sender {
       RoundStats stats = src_.last_round();
       r.unchanged_pages = stats.dedup.pages_unchanged;
       r.zero_pages = stats.dedup.zero_pages;
+      r.compressed_bytes = stats.dedup.compressed_in;
+      r.compressed_to = stats.dedup.compressed_out;
       r.parent_pages_checked = stats.dedup.parent_pages_checked;
       r.parent_pages_changed = stats.dedup.parent_pages_changed;
       r.device_written_pages = stats.device_written_pages;

@@ -138,6 +138,10 @@ class SourceSide {
   // whether the destination decodes that. Only a side with a page filter
   // can; pure, so that a wrapper forwards it.
   virtual bool zero_runs(bool destination_decodes) = 0;
+  // Once, after zero_runs(): whether those frames go compressed where that
+  // makes them smaller (zero_runs.hpp, "Compressed"), given whether the
+  // destination decodes that and the channel is encrypted. Pure, as above.
+  virtual bool compress_pages(bool destination_decodes) = 0;
   // Once, before the first round: whether the destination makes the UTS
   // and IPC namespaces a final dump may leave out (Acceptance::
   // uts_ipc_anew). Pure as well: a wrapper that forgot it would leave them

@@ -52,6 +52,9 @@ class VerbsSource : public SourceSide {
     return inner_.lazy_dump(images_dir, std::move(page_fd));
   }
   bool zero_runs(bool destination_decodes) override { return inner_.zero_runs(destination_decodes); }
+  bool compress_pages(bool destination_decodes) override {
+    return inner_.compress_pages(destination_decodes);
+  }
   void destination_makes_uts_ipc(bool yes) override { inner_.destination_makes_uts_ipc(yes); }
   void destination_takes_late_state(bool yes) override {
     inner_.destination_takes_late_state(yes);

@@ -224,8 +224,11 @@ ssize_t criu_style_read(int fd, int pipe_w, size_t len) {
 
 // framed: the sender writes the pages in zero_runs.hpp's frames (every
 // third page is zeros), the relay writes them back; frames and TLS records
-// do not line up, so the relay splices parts of records.
-void relay_carries_pages(PageRelay::Mode mode, const char* name, bool framed = false) {
+// do not line up, so the relay splices parts of records. compressed: the
+// frames sealed 1 MiB at a time as the page filter flushes, compressed
+// where LZ4 shrinks them (the pattern repeats every 2 KiB: it does).
+void relay_carries_pages(PageRelay::Mode mode, const char* name, bool framed = false,
+                         bool compressed = false) {
   PageChannel pc = page_channel();
   PageRelay relay(std::move(pc.receiver), mode, PageRelay::OnEnd::Close,
                   framed ? PageRelay::Framing::ZeroRuns : PageRelay::Framing::None);
@@ -237,13 +240,22 @@ void relay_carries_pages(PageRelay::Mode mode, const char* name, bool framed = f
   const size_t head = 3;
   for (size_t i = 0; i < size; ++i)
     if (i < head || ((i - head) / 4096) % 3 != 1) pages[i] = static_cast<char>(((i * 131) >> 3) | 1);
-  crx::migrate::zero_runs::Encoder encoder(framed);
+  crx::migrate::zero_runs::Encoder encoder(framed, compressed);
+  std::string wire;
   encoder.bytes(pages.data(), head);
   size_t off = head;
-  for (; off + 4096 <= size; off += 4096) encoder.page(pages.data() + off);
+  for (; off + 4096 <= size; off += 4096) {
+    encoder.page(pages.data() + off);
+    if (encoder.wire().size() >= (1u << 20)) {
+      wire += encoder.seal();
+      encoder.clear();
+    }
+  }
   encoder.bytes(pages.data() + off, size - off);
-  const std::string& wire = encoder.wire();
+  wire += encoder.seal();
   EXPECT_EQ(wire.size() < size, framed);
+  EXPECT_EQ(encoder.compressed_in() > size / 2, compressed);
+  if (compressed) EXPECT_LT(wire.size(), size / 8);
   auto t0 = std::chrono::steady_clock::now();
   auto writer = std::async(std::launch::async, [&] {
     size_t off = 0;
@@ -283,7 +295,7 @@ void relay_carries_pages(PageRelay::Mode mode, const char* name, bool framed = f
   if (framed) EXPECT_GT(relay.zero_bytes(), size / 4);
   std::printf("page relay (%s asked, %s used%s): 64 MiB in %.3f s, %.0f MiB/s\n", name,
               relay.mode() == PageRelay::Mode::Splice ? "splice" : "read/write",
-              framed ? ", framed" : "", secs,
+              compressed ? ", framed and compressed" : framed ? ", framed" : "", secs,
               64 / secs);
 }
 
@@ -305,6 +317,11 @@ TEST(MigratePageRelay, FramedZeroPagesArriveWholeWithSplice) {
 TEST(MigratePageRelay, FramedZeroPagesArriveWholeWithReadWrite) {
   SKIP_WITHOUT_KTLS();
   relay_carries_pages(PageRelay::Mode::Copy, "read/write", true);
+}
+
+TEST(MigratePageRelay, CompressedFramesArriveWholeWithSplice) {
+  SKIP_WITHOUT_KTLS();
+  relay_carries_pages(PageRelay::Mode::Splice, "splice", true, true);
 }
 
 TEST(MigratePageRelay, AFlippedByteEndsTheRelayWithAnIntegrityError) {

@@ -21,6 +21,7 @@ struct MarkingSource : SourceSide {
   }
   crx::migrate::RoundStats last_round() const override { return {}; }
   bool zero_runs(bool decodes) override { return decodes; }
+  bool compress_pages(bool decodes) override { return decodes; }
   void destination_makes_uts_ipc(bool) override {}
   void destination_takes_late_state(bool) override {}
   void destination_has_elf_files(bool) override {}

@@ -248,14 +248,16 @@ struct FakeTaskMemory : TaskMemory {
 };
 
 // zero_runs: the channel in frames (zero_runs.hpp), decoded by the
-// destination's PageRelay in front of the page server, as crx receive does.
+// destination's PageRelay in front of the page server, as crx receive does;
+// compress: those frames compressed where that pays.
 // server_setup: changes the page server before it starts.
 Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
                 int server_fails_after = -1, int32_t status_at_close = 0,
                 bool criu_has_parent = true, TaskMemory* memory = nullptr,
                 bool zero_runs = false,
                 const std::function<void(FakePageServer&)>& server_setup = {},
-                const std::function<void()>& criu_got_close_answer = {}) {
+                const std::function<void()>& criu_got_close_answer = {},
+                bool compress = false) {
   int net[2];
   EXPECT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
   FakePageServer server{w.layout, has_parent, server_fails_after, status_at_close};
@@ -270,7 +272,8 @@ Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
   }
   Round r;
   {
-    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent, memory, zero_runs);
+    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent, memory, zero_runs,
+                         compress);
     // CRIU: writes its stream, reading each answer where it waits for one.
     std::thread criu([&, fd = relay.criu_end()] {
       size_t off = 0;
@@ -706,6 +709,33 @@ TEST_P(PageDedupTest, FramedRoundsStillLeaveOutWhatTheDestinationHolds) {
             (std::vector<Record>{in_parent(0, 1), present(1, zero), in_parent(2, 1), present(3, zero)}));
   EXPECT_EQ(r.stats.zero_pages, 2u);
   EXPECT_EQ(r.stats.pages_unchanged, 2u);
+}
+
+// Compressed frames (zero_runs.hpp, "Compressed"): pages that are mostly
+// zero bytes cross as a fraction of their size, and the page server still
+// gets exactly what CRIU sent, zero pages and answers included.
+TEST_P(PageDedupTest, SparsePagesCrossCompressedAndArriveAsCriuSentThem) {
+  std::string data;
+  for (int i = 0; i < 64; i++) {
+    std::string p = page('\0');
+    p[(i * 67) % kPage] = static_cast<char>(i + 1);  // a rank's receive slot: a few bytes
+    data += i % 16 == 5 ? page('\0') : p;
+  }
+  PageLedger framed_ledger;
+  auto framed = run_round(framed_ledger, criu().open2(kTask).add(kPresent, 0, data).close(), false,
+                          -1, 0, true, nullptr, true);
+  auto compressed = run_round(ledger, criu().open2(kTask).add(kPresent, 0, data).close(), false,
+                              -1, 0, true, nullptr, true, {}, {}, true);
+  EXPECT_EQ(compressed.decoder_error, "");
+  EXPECT_TRUE(compressed.closed);
+  EXPECT_EQ(compressed.at_destination, framed.at_destination);
+  EXPECT_EQ(compressed.at_destination, std::vector<Record>{present(0, data)});
+  EXPECT_EQ(compressed.stats.zero_pages, 4u);
+  EXPECT_EQ(compressed.zero_bytes_decoded, 4 * kPage);
+  EXPECT_GT(compressed.stats.compressed_in, 60 * kPage);
+  EXPECT_LT(compressed.stats.bytes_out, framed.stats.bytes_out / 8);
+  EXPECT_EQ(compressed.answers_to_criu, framed.answers_to_criu);
+  EXPECT_EQ(framed.stats.compressed_in, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(BothHeaderLayouts, PageDedupTest,

@@ -203,6 +203,13 @@ struct FakeSource : SourceSide {
     destination_decodes = decodes;
     return decodes && has_page_filter;
   }
+  // What the sender asked of compression (Acceptance::lz4_frames, the
+  // channel encrypted, frames written).
+  std::optional<bool> compress_asked;
+  bool compress_pages(bool decodes) override {
+    compress_asked = decodes;
+    return decodes;
+  }
   // What the receiver's Acceptance said of UTS and IPC namespaces.
   std::optional<bool> destination_makes_uts_ipc_;
   void destination_makes_uts_ipc(bool yes) override { destination_makes_uts_ipc_ = yes; }
@@ -549,10 +556,12 @@ struct Harness {
     return r;
   }
 
+  // Both ends' wire security (run()).
+  WireSecurity wire = crx::test::protocol_test_wire();
   Outcome run() {
     TcpListener listener(parse_host_port("127.0.0.1:0"));
     ReceiverOptions ro;
-    ro.wire = crx::test::protocol_test_wire();
+    ro.wire = wire;
     ro.key = &key;
     ro.image_root = root + "/dst";
     ro.timeout = receiver_timeout;
@@ -565,7 +574,7 @@ struct Harness {
       return receive_one(listener, std::move(fd), peer, dst, ro);
     });
     SenderOptions so;
-    so.wire = crx::test::protocol_test_wire();
+    so.wire = wire;
     so.to = parse_host_port("127.0.0.1:" + std::to_string(listener.port()));
     so.key = &sender_key;
     so.manifest.id = id;
@@ -1247,11 +1256,31 @@ TEST(MigrateProtocol, ASourceWithoutAPageFilterFramesNothing) {
   EXPECT_EQ(h.dst.framed_rounds, (std::vector<bool>{false, false}));
 }
 
+// Compression is asked of the source where the receiver decodes it and the
+// channel is encrypted; on clear text the cipher's cost it saves is not there.
+TEST(MigrateProtocol, PagesAreCompressedOnlyOnAnEncryptedChannel) {
+  Harness h;
+  h.pre_copy = 1;
+  Outcome r = h.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(h.src.compress_asked, h.wire != WireSecurity::Plaintext);
+  Harness clear;
+  clear.pre_copy = 1;
+  clear.wire = WireSecurity::Plaintext;
+  r = clear.run();
+  ASSERT_EQ(r.sender.outcome, "migrated") << r.sender.error;
+  EXPECT_EQ(clear.src.compress_asked, false);
+  EXPECT_EQ(clear.dst.framed_rounds, (std::vector<bool>{true, true}));  // still framed
+}
+
 TEST(MigrateProtocol, ZeroRunsFieldsAreOptional) {
   EXPECT_FALSE(parse_acceptance(R"({"bundle":"/b","need_rootfs":false})").zero_runs);
+  EXPECT_FALSE(parse_acceptance(R"({"bundle":"/b","need_rootfs":false})").lz4_frames);
   Acceptance a{"/b", false};
   a.zero_runs = true;
+  a.lz4_frames = true;
   EXPECT_TRUE(parse_acceptance(to_json(a)).zero_runs);
+  EXPECT_TRUE(parse_acceptance(to_json(a)).lz4_frames);
   RoundStart start{2, false, "../1"};
   EXPECT_EQ(to_json(start).find("zero_runs"), std::string::npos);  // as before
   start.zero_runs = true;

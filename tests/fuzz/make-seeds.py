@@ -169,6 +169,16 @@ put("fuzz_migrate_session", "sender-side", b"\x01" + rec("Manifest", m) + rec("A
     + rec("RoundAck", js({"page_bytes": 1})) + rec("RestoreOk", js({"pid": 7})) + rec("CommitAck", js({"verbs_restore": {"ok": True}})))
 put("fuzz_migrate_session", "abort", b"\x01" + rec("Manifest", m) + rec("Abort", "stop"))
 
+# ---- the page channel's frames (migrate/zero_runs.hpp; fuzz_migrate_page_frames)
+def pframe(kind, length, payload=b""):
+    return struct.pack("<2I", kind, length) + payload
+
+put("fuzz_migrate_page_frames", "bytes-zeros.bin",
+    b"\0" + pframe(1, 7, b"header!") + pframe(2, 8192) + pframe(1, 4, b"tail"))
+put("fuzz_migrate_page_frames", "lz4-short.bin", b"\0" + pframe(3, 4, b"\0\0\0\0"))
+# odd: sparse pages, a zero page, a page of the input, sealed every 3 pages
+put("fuzz_migrate_page_frames", "pages.bin", b"\x01\x02hd" + bytes([1, 2, 0, 0, 200, 0xff, 7, 7, 7]))
+
 # ---- verbs dumps (rxe_migr_abi.h, version 6, little endian)
 MAGIC, VERSION = 0x474D5852, 6
 PD, MR, CQ, SRQ, QP, ASYNC, CHAN, AH = 1, 2, 3, 4, 5, 6, 7, 8

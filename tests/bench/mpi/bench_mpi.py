@@ -19,6 +19,11 @@ per repetition, interleaved:
   ChaCha20-Poly1305 in the bed's guests);
 - rc+crx-resend: rc+crx with --no-page-dedup (every page CRIU dumps is
   sent, as before crx's page filter: the A/B of that filter);
+- rc+crx-clear: rc+crx with --insecure-plaintext on both ends (what the
+  page channel's encryption costs the job: before the freeze, the pre-copy
+  round's cipher runs on the rank's vCPU and the destination's);
+- rc+crx-uncompressed: rc+crx with --no-page-compression (the encrypted
+  page channel's frames not LZ4-compressed, as before: the A/B of that);
 - rc-lean, rc-lean+crx: the same two with UCX's receive pools sized for
   the job (UCX_LEAN below) instead of UCX's defaults;
 - tcp: the job over UCX's TCP transport, unmigrated;
@@ -82,12 +87,13 @@ UCX_LEAN = " -x UCX_RC_VERBS_RX_QUEUE_LEN=256 -x UCX_UD_VERBS_RX_QUEUE_LEN=256"
 UCX_TCP = UCX_TCP_ENV + " -x UCX_TCP_KEEPINTVL=10s"
 WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
         ("rc+crx-frozen", UCX_ENV, "live-frozen"), ("rc+crx-aes", UCX_ENV, "live-aes"),
-        ("rc+crx-resend", UCX_ENV, "live-resend"),
+        ("rc+crx-resend", UCX_ENV, "live-resend"), ("rc+crx-clear", UCX_ENV, "live-clear"),
+        ("rc+crx-uncompressed", UCX_ENV, "live-uncompressed"),
         ("rc-lean", UCX_ENV + UCX_LEAN, None), ("rc-lean+crx", UCX_ENV + UCX_LEAN, "live"),
         ("tcp", UCX_TCP, None), ("tcp+crx", UCX_TCP, "live"),
         ("tcp+crx-clear", UCX_TCP, "live-clear"),
         ("tcp+runc-way", UCX_TCP, "checkpoint"))
-BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
+BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-clear": "rc", "rc+crx-uncompressed": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
 def keeping_logs(bed, tag, keep_dir, gap):
@@ -131,6 +137,7 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on, logs=No
                                              way="live" if live else way,
                                              plaintext=way == "live-clear",
                                              no_page_dedup=way == "live-resend",
+                                             no_page_compression=way == "live-uncompressed",
                                              tls_cipher="aes-128-gcm" if way == "live-aes"
                                              else None)
             if stop_logs:

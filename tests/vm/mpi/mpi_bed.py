@@ -181,10 +181,11 @@ class MpiBed:
                                                 f"{self.read(tag + '.err')[-2000:]}")
 
     def move(self, host, src, dst, pre_copy=0, way="live", plaintext=False, no_page_dedup=False,
-             tls_cipher=None):
+             tls_cipher=None, no_page_compression=False):
         """crx-mpi-agent move from g0 (any node would do): (rc, report or
         None, stderr, seconds). way "checkpoint": the runc way; plaintext:
         crx migrate --insecure-plaintext; no_page_dedup: --no-page-dedup;
+        no_page_compression: --no-page-compression;
         tls_cipher: --tls-cipher."""
         t = time.monotonic()
         rc, out, err = self.tb.run(
@@ -193,6 +194,7 @@ class MpiBed:
                f"--migrate-port {MIGRATE_PORT} --pre-copy {pre_copy} --way {way}"
                + (" --insecure-plaintext" if plaintext else "")
                + (" --no-page-dedup" if no_page_dedup else "")
+               + (" --no-page-compression" if no_page_compression else "")
                + (f" --tls-cipher {tls_cipher}" if tls_cipher else ""), timeout=900)
         took = time.monotonic() - t
         report = json.loads(out.strip().splitlines()[-1]) if rc == 0 else None

@@ -182,14 +182,16 @@ class MpiBed:
 
     def move(self, host, src, dst, pre_copy=0, way="live", plaintext=False, no_page_dedup=False,
              tls_cipher=None, no_page_compression=False):
-        """crx-mpi-agent move from g0 (any node would do): (rc, report or
-        None, stderr, seconds). way "checkpoint": the runc way; plaintext:
+        """crx-mpi-agent move, run on the destination g<dst> (any node would
+        do; not the source, whose vCPU the moving rank needs: the client's
+        python costs a TCG guest ~0.5 s of CPU): (rc, report or None,
+        stderr, seconds). way "checkpoint": the runc way; plaintext:
         crx migrate --insecure-plaintext; no_page_dedup: --no-page-dedup;
         no_page_compression: --no-page-compression;
         tls_cipher: --tls-cipher."""
         t = time.monotonic()
         rc, out, err = self.tb.run(
-            0, f"python3 {AGENT} move {host} --from {self.tb.ip(src)}:{PORT} "
+            dst, f"python3 {AGENT} move {host} --from {self.tb.ip(src)}:{PORT} "
                f"--to {self.tb.ip(dst)}:{PORT} --key /tmp/mpi-key "
                f"--migrate-port {MIGRATE_PORT} --pre-copy {pre_copy} --way {way}"
                + (" --insecure-plaintext" if plaintext else "")

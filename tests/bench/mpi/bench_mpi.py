@@ -120,12 +120,15 @@ def keeping_logs(bed, tag, keep_dir, gap):
     return stop
 
 
-def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on, logs=None):
+def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on, logs=None,
+            cpu=False):
     """One job; rank 0 moved g0 -> g3 at move_at unless way is None.
     Returns {"took", "report", "move_s"} and fails on a wrong result.
     logs: (dir, gap): CRIU's logs of a crx move kept in dir, their steps
-    of gap seconds or more printed."""
+    of gap seconds or more printed. cpu: rec["cpu"] is where g0's and g3's
+    CPU went during the move (cpu_account.py)."""
     rec = {}
+    account = f"python3 {bed.tb.scratch}/cpu_account.py {{}} /tmp/cpu-{tag}"
 
     def during():
         if way:
@@ -133,6 +136,9 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on, logs=No
             live = way.startswith("live")
             stop_logs = keeping_logs(bed, tag, *logs) if live and logs else None
             rounds = pre_copy if live and way != "live-frozen" else 0
+            if cpu:
+                for k in (0, 3):
+                    bed.tb.run(k, account.format("start"), timeout=60)
             rc, report, err, took = bed.move("r0", 0, 3, pre_copy=rounds,
                                              way="live" if live else way,
                                              plaintext=way == "live-clear",
@@ -142,6 +148,11 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on, logs=No
                                              else None)
             if stop_logs:
                 stop_logs()
+            if cpu:
+                rec["cpu"] = {}
+                for k in (0, 3):
+                    _, out, _ = bed.tb.run(k, account.format("stop"), timeout=60)
+                    rec["cpu"][f"g{k}"] = json.loads(out.strip().splitlines()[-1])
             if rc != 0:
                 raise AssertionError(f"{name}: move failed ({rc}): {err}\n{bed.logs()}")
             rec["report"], rec["move_s"] = report, took
@@ -289,8 +300,8 @@ def table(rows):
     out.append("")
     if "tcp+runc-way" in rows:
         runc = rows["tcp+runc-way"]["downtime"][0]
-        for way in ("rc+crx", "rc+crx-frozen", "rc+crx-resend", "rc-lean+crx", "tcp+crx",
-                    "tcp+crx-clear"):
+        for way in ("rc+crx", "rc+crx-frozen", "rc+crx-resend", "rc+crx-clear",
+                    "rc+crx-uncompressed", "rc-lean+crx", "tcp+crx", "tcp+crx-clear"):
             if way in rows:
                 out.append(f"- {way} downtime / tcp+runc-way downtime: "
                            f"**{rows[way]['downtime'][0] / runc:.2f}** (goal <= {DOWNTIME_GOAL})")
@@ -320,6 +331,39 @@ def table(rows):
                        "runs', means):",
                        ["way", "job delay", "in the timeline", "before the stall", "the stall",
                         "downtime", "stall - downtime", "after the stall"], lines)
+    return "\n".join(out)
+
+
+def cpu_table(runs, top=8):
+    """Where g0's and g3's CPU went during the moves (--cpu-account): the
+    mean seconds per command over each way's moves, the busiest first."""
+    out = []
+    for way, recs in runs.items():
+        recs = [r for r in recs if isinstance(r, dict) and r.get("cpu")] if way != "args" else []
+        if not recs:
+            continue
+        out.append(f"\nCPU during the move, {way} (guest's view, mean of {len(recs)}):\n")
+        out.append("| guest | wall | busy | idle | " + " | ".join(["command: seconds"] * top) + " |")
+        out.append("|---|---|---|---|" + "---|" * top)
+        for g in ("g0", "g3"):
+            per = {}
+            for r in recs:
+                for comm, secs in r["cpu"][g]["by_command"].items():
+                    per[comm] = per.get(comm, 0.0) + secs / len(recs)
+            busiest = sorted(per.items(), key=lambda kv: -kv[1])[:top]
+            mean = {k: statistics.mean(r["cpu"][g][k] for r in recs) for k in ("wall", "busy", "idle")}
+            out.append(f"| {g} | {mean['wall']:.1f} s | {mean['busy']:.1f} s | {mean['idle']:.1f} s | "
+                       + " | ".join(f"{c}: {s:.2f}" for c, s in busiest)
+                       + " |" * (top - len(busiest) + 1))
+        for g in ("g0", "g3"):
+            asked = {}
+            for r in recs:
+                for mod, n in (r["cpu"][g].get("module_requests") or {}).items():
+                    asked[mod] = asked.get(mod, 0) + n / len(recs)
+            if asked:
+                out.append(f"\n{g}: the kernel's module requests per move (each not loaded runs "
+                           "a modprobe): " + ", ".join(f"{m} {n:g}" for m, n in
+                                                      sorted(asked.items(), key=lambda kv: -kv[1])))
     return "\n".join(out)
 
 
@@ -395,6 +439,9 @@ def main():
                     help="keep CRIU's logs of every crx move in DIR/<run>/g<k> and print "
                          "their steps of --log-gap seconds or more")
     ap.add_argument("--log-gap", type=float, default=0.15)
+    ap.add_argument("--cpu-account", action="store_true",
+                    help="per move, where g0's and g3's CPU went (cpu_account.py: CPU seconds "
+                         "per command, the guest's view)")
     a = ap.parse_args()
     if a.from_json:
         with open(a.from_json) as f:
@@ -415,6 +462,8 @@ def main():
                                                                     time.gmtime())}
         bed = MpiBed()
         try:
+            if a.cpu_account:
+                shutil.copy(os.path.join(HERE, "cpu_account.py"), bed.tb.scratch)
             try:
                 runs["args"]["rndv_threshold"] = bed.rndv_threshold()
             except AssertionError as e:
@@ -425,7 +474,8 @@ def main():
                     tag = f"{name.replace('+', '-')}-{rep}"
                     rec = run_one(bed, ref, name, ucx, way, tag, a.move_at, a.pre_copy,
                                   a.mpirun_on,
-                                  (a.criu_logs, a.log_gap) if a.criu_logs else None)
+                                  (a.criu_logs, a.log_gap) if a.criu_logs else None,
+                                  a.cpu_account)
                     runs[name].append(rec)
                     rep_ = rec.get("report") or {}
                     print(f"rep {rep} {name}: job {rec['took']:.1f} s"
@@ -442,6 +492,7 @@ def main():
           f"rank 0 moved at iteration {runs['args']['move_at']}, mpirun on "
           f"g{runs['args'].get('mpirun_on', 0)}; mean ± sd\n")
     print(table(rows))
+    print(cpu_table(runs))
     if a.plot:
         plot(runs, rows, a.plot)
     return 0

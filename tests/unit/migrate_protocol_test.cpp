@@ -237,6 +237,8 @@ struct FakeSource : SourceSide {
     RoundStats s;
     s.dedup.pages_unchanged = rounds > 1 ? 512 : 0;
     s.dedup.zero_pages = 3;  // sent as their count (zero_runs.hpp)
+    s.dedup.compressed_in = 40960;  // and the rest LZ4-compressed, to a tenth
+    s.dedup.compressed_out = 4096;
     // A final dump that checked CRIU's parent pages (ParentPages::Check).
     if (dumps > 0) {
       s.dedup.parent_pages_checked = 1024;
@@ -1243,6 +1245,10 @@ TEST(MigrateProtocol, EveryRoundsPageChannelIsFramedWhereBothEndsCan) {
   const std::string json = r.sender.to_json();
   EXPECT_NE(json.find("\"zero_page_bytes\":12288"), std::string::npos) << json;
   EXPECT_NE(r.sender.to_text().find("12.0 KiB of zero pages sent as their count"), std::string::npos)
+      << r.sender.to_text();
+  EXPECT_NE(json.find("\"compressed_bytes\":40960"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"compressed_to_bytes\":4096"), std::string::npos) << json;
+  EXPECT_NE(r.sender.to_text().find("40.0 KiB compressed to 4.0 KiB"), std::string::npos)
       << r.sender.to_text();
 }
 

@@ -406,7 +406,6 @@ int32_t PageDedupRelay::pass_answer(size_t len) {
 void PageDedupRelay::flush() {
   if (out_.wire().empty()) return;
   const std::string& wire = out_.seal();
-  if (wire.empty()) return;
   // A channel's first bytes go in small writes, so in small TLS records
   // (kernel TLS makes one per send, up to 16 KiB): a new connection may
   // send 10 segments (~14 KiB) before its first ACK, and the receiver, whose

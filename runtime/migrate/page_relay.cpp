@@ -146,16 +146,9 @@ bool PageRelay::network_to_local(int pipe_r, int pipe_w, char* buf, size_t len) 
 // relay blocks until it has passed the whole frame on.
 bool PageRelay::frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
   char h[zero_runs::kHeaderSize];
-  size_t got = 0;
-  while (got < sizeof h) {
-    ssize_t n = retry_eintr([&] { return ::read(tls_.get(), h + got, sizeof h - got); });
-    if (n < 0) throw_network_error(errno);
-    if (n == 0) {
-      if (got == 0) return false;
-      throw Error("the page channel ended inside a frame's header", Cause::IO);
-    }
-    got += static_cast<size_t>(n);
-    bytes_in_ += static_cast<uint64_t>(n);
+  if (const size_t got = read_network(h, sizeof h); got < sizeof h) {
+    if (got == 0) return false;
+    throw Error("the page channel ended inside a frame's header", Cause::IO);
   }
   const zero_runs::Header frame = zero_runs::parse_header(h);
   if (frame.kind == zero_runs::kZeros) {
@@ -164,15 +157,8 @@ bool PageRelay::frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
   }
   if (frame.kind == zero_runs::kLz4) {
     lz4_in_.resize(frame.length);
-    for (size_t got_payload = 0; got_payload < frame.length;) {
-      ssize_t n = retry_eintr([&] {
-        return ::read(tls_.get(), lz4_in_.data() + got_payload, frame.length - got_payload);
-      });
-      if (n < 0) throw_network_error(errno);
-      if (n == 0) throw Error("the page channel ended inside a frame", Cause::IO);
-      got_payload += static_cast<size_t>(n);
-      bytes_in_ += static_cast<uint64_t>(n);
-    }
+    if (read_network(lz4_in_.data(), frame.length) < frame.length)
+      throw Error("the page channel ended inside a frame", Cause::IO);
     zero_runs::inflate(lz4_in_.data(), lz4_in_.size(), lz4_out_);
     zero_runs::for_each_inner_frame(lz4_out_, [&](const zero_runs::Header& inner, const char* data) {
       if (!data) {
@@ -189,6 +175,18 @@ bool PageRelay::frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len) {
     left -= n;
   }
   return true;
+}
+
+size_t PageRelay::read_network(char* to, size_t len) {
+  size_t got = 0;
+  while (got < len) {
+    ssize_t n = retry_eintr([&] { return ::read(tls_.get(), to + got, len - got); });
+    if (n < 0) throw_network_error(errno);
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+    bytes_in_ += static_cast<uint64_t>(n);
+  }
+  return got;
 }
 
 void PageRelay::zeros_to_local(size_t len) {

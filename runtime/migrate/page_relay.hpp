@@ -79,6 +79,8 @@ class PageRelay {
  private:
   void run();
   bool network_to_local(int pipe_r, int pipe_w, char* buf, size_t len);  // false: EOF
+  // Exactly len bytes from the network, fewer only at its end of stream.
+  size_t read_network(char* to, size_t len);
   void zeros_to_local(size_t len);
   // Framing::ZeroRuns: one frame from the network to CRIU's end.
   bool frame_to_local(int pipe_r, int pipe_w, char* buf, size_t len);  // false: EOF

@@ -1,5 +1,6 @@
 #include "migrate/report.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -222,7 +223,8 @@ std::string MigrationReport::to_text() const {
   out += buf;
   if (!error.empty()) out += "  reason: " + error + "\n";
   for (const auto& p : phases) {
-    std::snprintf(buf, sizeof buf, "  %-14s %8.3f s\n", p.name.c_str(), p.seconds);
+    std::snprintf(buf, sizeof buf, "  %-14s %8.3f s   cpu %.2f s crx, %.2f s children\n",
+                  p.name.c_str(), p.seconds, p.cpu_seconds, p.child_cpu_seconds);
     out += buf;
   }
   for (const auto& r : rounds) {
@@ -331,7 +333,11 @@ std::string MigrationReport::to_json() const {
   j["outcome"] = outcome;
   if (!error.empty()) j["error"] = error;
   j["phases"] = nlohmann::json::array();
-  for (const auto& p : phases) j["phases"].push_back({{"name", p.name}, {"seconds", p.seconds}});
+  for (const auto& p : phases)
+    j["phases"].push_back({{"name", p.name},
+                           {"seconds", p.seconds},
+                           {"cpu_seconds", p.cpu_seconds},
+                           {"child_cpu_seconds", p.child_cpu_seconds}});
   j["rounds"] = nlohmann::json::array();
   for (const auto& r : rounds) {
     nlohmann::json jr = {{"round", r.round},
@@ -429,17 +435,29 @@ checkpoint::CriuRestoreStats criu_restore_from_json(const nlohmann::json& j) {
   return s;
 }
 
+namespace {
+double cpu_seconds_of(int who) {
+  struct rusage u{};
+  if (::getrusage(who, &u) != 0) return 0;  // cannot fail for these two
+  auto s = [](const timeval& t) { return double(t.tv_sec) + double(t.tv_usec) / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+}  // namespace
+
 void PhaseClock::begin(const std::string& name) {
   end();
   current_ = name;
   phase_start_ = Clock::now();
+  phase_cpu_start_ = cpu_seconds_of(RUSAGE_SELF);
+  phase_child_cpu_start_ = cpu_seconds_of(RUSAGE_CHILDREN);
   if (progress_) progress_(name);
 }
 
 void PhaseClock::end() {
   if (current_.empty()) return;
   double s = std::chrono::duration<double>(Clock::now() - phase_start_).count();
-  report_.phases.push_back(PhaseTime{current_, s});
+  report_.phases.push_back(PhaseTime{current_, s, cpu_seconds_of(RUSAGE_SELF) - phase_cpu_start_,
+                                     cpu_seconds_of(RUSAGE_CHILDREN) - phase_child_cpu_start_});
   current_.clear();
 }
 

@@ -20,6 +20,12 @@ namespace crx::migrate {
 struct PhaseTime {
   std::string name;  // "connect", "pre-copy 1", "freeze", "checkpoint", "transfer", "restore", ...
   double seconds = 0;
+  // CPU (user + system) the phase cost: crx's own process, all its threads
+  // (kernel TLS encrypts in the sending thread, so its cipher is here), and
+  // the children crx reaped during the phase (CRIU). On a host short of
+  // cores this is what a move takes from the container's own work.
+  double cpu_seconds = 0;
+  double child_cpu_seconds = 0;
 };
 
 struct RoundReport {
@@ -162,6 +168,8 @@ class PhaseClock {
   std::function<void(const std::string&)> progress_;
   Clock::time_point start_;
   Clock::time_point phase_start_;
+  double phase_cpu_start_ = 0;
+  double phase_child_cpu_start_ = 0;
   std::string current_;
 };
 

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -161,6 +162,9 @@ void PageDedupRelay::run() {
   std::lock_guard<std::mutex> lock(mutex_);
   if (failed && network_) ::shutdown(network_.get(), SHUT_RDWR);
   network_.reset();
+  timespec cpu{};
+  if (::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu) == 0)
+    stats_.cpu_seconds = double(cpu.tv_sec) + double(cpu.tv_nsec) / 1e9;
 }
 
 void PageDedupRelay::relay() {

@@ -51,6 +51,9 @@ struct PageDedupStats {
   // Bytes of frames that crossed in LZ4 frames, and those frames' size
   // (zero_runs.hpp, "Compressed").
   uint64_t compressed_in = 0, compressed_out = 0;
+  // The relay thread's CPU (user + system): reading CRIU's stream, hashing,
+  // compressing, and the kernel's encryption of what it sends.
+  double cpu_seconds = 0;
 };
 
 class PageLedger {

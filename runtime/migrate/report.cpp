@@ -238,6 +238,10 @@ std::string MigrationReport::to_text() const {
       out += "; " + human_bytes(r.zero_pages * 4096) + " of zero pages sent as their count";
     if (r.compressed_bytes > 0)
       out += "; " + human_bytes(r.compressed_bytes) + " compressed to " + human_bytes(r.compressed_to);
+    if (r.filter_cpu_seconds > 0) {
+      std::snprintf(buf, sizeof buf, "; page filter CPU %.2f s", r.filter_cpu_seconds);
+      out += buf;
+    }
     if (r.parent_pages_checked > 0)
       out += "; " + human_bytes(r.parent_pages_checked * 4096) + " CRIU took from the parent checked, " +
              human_bytes(r.parent_pages_changed * 4096) + " of it changed and sent";
@@ -351,6 +355,7 @@ std::string MigrationReport::to_json() const {
       jr["compressed_bytes"] = r.compressed_bytes;
       jr["compressed_to_bytes"] = r.compressed_to;
     }
+    if (r.filter_cpu_seconds > 0) jr["filter_cpu_seconds"] = r.filter_cpu_seconds;
     if (r.parent_pages_checked > 0) {
       jr["parent_checked_bytes"] = r.parent_pages_checked * 4096;
       jr["parent_changed_bytes"] = r.parent_pages_changed * 4096;

@@ -52,6 +52,9 @@ struct RoundReport {
   // Bytes of the channel's frames that crossed LZ4-compressed, and what
   // they took on the wire (zero_runs.hpp, "Compressed").
   uint64_t compressed_bytes = 0, compressed_to = 0;
+  // The page filter's thread's CPU in the round (PageDedupStats); the rest
+  // of crx's is in the phases' cpu_seconds.
+  double filter_cpu_seconds = 0;
   // Final dump with ParentPages::Check (sides.hpp): pages CRIU took from
   // the parent that crx read and compared, and of them, the changed ones
   // it sent (the NIC's writes CRIU cannot see).

@@ -383,6 +383,7 @@ class Sender {
       r.zero_pages = stats.dedup.zero_pages;
       r.compressed_bytes = stats.dedup.compressed_in;
       r.compressed_to = stats.dedup.compressed_out;
+      r.filter_cpu_seconds = stats.dedup.cpu_seconds;
       r.parent_pages_checked = stats.dedup.parent_pages_checked;
       r.parent_pages_changed = stats.dedup.parent_pages_changed;
       r.device_written_pages = stats.device_written_pages;

@@ -217,7 +217,9 @@ NO_FILL_CONFIG = "/tmp/no-fill.yaml"
 FILL_CONFIG = "/tmp/fill.yaml"
 
 
-def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=False, fill="auto"):
+def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=False, fill="auto",
+            wrap=""):
+    """wrap: a command prefix for crx receive and crx migrate (a profiler)."""
     set_size(tb, mib, cid)
     before = start_memhog(tb, tb.scratch, cid,
                           f"{crx} run -d -b /tmp/bundle {cid} </dev/null >/dev/null 2>&1")
@@ -229,11 +231,11 @@ def crx_way(tb, crx, mib, cid, pre_copy, flags="", prepared=True, plaintext=Fals
     # the cipher costs under TCG: the runc way's copy is clear text). The
     # shared key authenticates the peers either way.
     security = "--key /tmp/key" + (" --insecure-plaintext" if plaintext else "")
-    h = tb.spawn(1, f"{crx} receive --listen 0.0.0.0:{PORT} {security} --once {config}"
+    h = tb.spawn(1, f"{wrap}{crx} receive --listen 0.0.0.0:{PORT} {security} --once {config}"
                     f"--image-dir /run/crx-migrate --format json")
     wait_listening(tb, 1, PORT)
     t = time.monotonic()
-    out = sh(tb, 0, f"{crx} migrate {cid} --to {tb.ip(1)}:{PORT} {security} "
+    out = sh(tb, 0, f"{wrap}{crx} migrate {cid} --to {tb.ip(1)}:{PORT} {security} "
                     f"--pre-copy {pre_copy} {flags} --format json")
     total = time.monotonic() - t
     recv = wait_ok(tb, h, "crx receive")

@@ -10,6 +10,7 @@ how long.
 
 Usage: tests/bench/migrate/profile_migrate.py [--mib 16] [--pre-copy 0]
            [--build DIR] [--gap 0.2] [--copy-every 0.01] [--runc] [--keep DIR] [--libs N]
+           [--perf]
 """
 import argparse
 import os
@@ -35,6 +36,7 @@ KEEP_LOGS = ("mkdir -p {dst}; seen=; while :; do for f in {src}/*/*.log {src}/*.
              "seen=\"$seen $f \"; IFS=/; set -- ${{f#/run/crx-migrate/}}; IFS=_; n=\"$*\"; "
              "IFS=' '; ln \"$f\" \"{dst}/$n\"; done; sleep {every}; done")
 LINKS = "/run/crx-profile-logs"
+PERF_DATA = "/tmp/crx-perf.data"
 STAMP = re.compile(r"^\((\d+\.\d+)\)")
 
 
@@ -69,6 +71,10 @@ def main():
     ap.add_argument("--crx-debug", action="store_true",
                     help="the profiled move's crx commands log at debug level, with times "
                          "(crx-g0.log, crx-g1.log among the kept logs)")
+    ap.add_argument("--perf", action="store_true",
+                    help="the profiled move's crx migrate and crx receive run under perf record "
+                         "(their threads and children, CRIU among them); perf's report by "
+                         "thread and symbol is printed for each")
     ap.add_argument("--build", default=os.environ.get("CRX_BUILD_DIR", os.path.join(bm.ROOT, "build")))
     a = ap.parse_args()
     crx = os.path.join(a.build, "crx")
@@ -85,7 +91,8 @@ def main():
                                                  every=a.copy_every))]
         time.sleep(1)
         logged = f"{crx} --debug --log /tmp/crx.log" if a.crx_debug else crx
-        r = bm.crx_way(tb, logged, a.mib, "prof", a.pre_copy, a.crx_flags)
+        wrap = (f"perf record -q -g -e cpu-clock -F 499 -o {PERF_DATA} -- " if a.perf else "")
+        r = bm.crx_way(tb, logged, a.mib, "prof", a.pre_copy, a.crx_flags, wrap=wrap)
         for h in keep:
             tb.kill(h)
         for k in (0, 1):
@@ -93,6 +100,14 @@ def main():
         print("sender:", bm.phases(r["report"]))
         print("rounds:", r["report"]["rounds"])
         print("receiver:", bm.phases(r["receiver"]))
+        if a.perf:
+            for k, who in ((0, "crx migrate"), (1, "crx receive")):
+                print(f"\n== g{k} {who}: perf's samples by command and object")
+                report = f"perf report -q -i {PERF_DATA} --stdio --no-children -g none "
+                print(bm.sh(tb, k, report + "--sort comm,dso --percent-limit 1 2>/dev/null"))
+                print(f"-- crx's own samples by symbol (percent of crx's)")
+                print(bm.sh(tb, k, report + "--comms crx-migrate --percentage relative "
+                                            "--sort sym --percent-limit 1 2>/dev/null"))
         for k in (0, 1):
             names = bm.sh(tb, k, "ls /tmp/logs").split()
             for n in names:

@@ -106,7 +106,8 @@ PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderL
                                bool zero_runs, bool compress)
     : ledger_(ledger), network_(std::move(network)), local_(std::move(ends.local)),
       criu_(std::move(ends.criu)), layout_(layout), criu_has_parent_(criu_has_parent),
-      check_parent_(check_parent), out_(zero_runs, compress) {
+      check_parent_(check_parent), out_(zero_runs, compress),
+      chunk_(std::make_unique_for_overwrite<char[]>(kChunkPages * kPage)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -284,10 +285,10 @@ void PageDedupRelay::add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64
   else
     send_header(cmd, nr_pages, vaddr, dst_id);
 
-  std::vector<char> chunk(kChunkPages * kPage);
+  char* const chunk = chunk_.get();
   for (uint64_t done = 0; done < nr_pages;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkPages, nr_pages - done));
-    read_exact(local_.get(), chunk.data(), n * kPage, "reading CRIU's pages");
+    read_exact(local_.get(), chunk, n * kPage, "reading CRIU's pages");
     stats_.pages_in += n;
     if (!rewrite) {
       if (record)
@@ -317,11 +318,11 @@ void PageDedupRelay::check_parent_pages(uint32_t flags, uint64_t nr_pages, uint6
                                         uint64_t dst_id) {
   const uint64_t task = dst_id >> 8;
   begin_run(dst_id, vaddr, kPresent | (flags & kLazy));
-  std::vector<char> chunk(kChunkPages * kPage);
+  char* const chunk = chunk_.get();
   for (uint64_t done = 0; done < nr_pages;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkPages, nr_pages - done));
     const uint64_t at = vaddr + done * kPage;
-    const bool whole = check_parent_->read(task, at, chunk.data(), n * kPage);
+    const bool whole = check_parent_->read(task, at, chunk, n * kPage);
     for (size_t i = 0; i < n; i++) {
       const uint64_t addr = at + i * kPage;
       char* page = &chunk[i * kPage];
@@ -342,7 +343,12 @@ void PageDedupRelay::check_parent_pages(uint32_t flags, uint64_t nr_pages, uint6
 }
 
 void PageDedupRelay::begin_run(uint64_t dst_id, uint64_t vaddr, uint32_t data_flags) {
-  run_ = Run{dst_id, vaddr, 0, data_flags, false, {}};
+  run_.dst_id = dst_id;
+  run_.start = vaddr;
+  run_.pages = 0;
+  run_.data_flags = data_flags;
+  run_.unchanged = false;
+  run_.data.clear();  // keeps its buffer: a round has a run per record
 }
 
 void PageDedupRelay::run_page(bool unchanged, const char* page) {

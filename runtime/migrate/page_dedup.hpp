@@ -35,6 +35,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -123,6 +124,11 @@ class PageDedupRelay {
     bool unchanged = false;
     std::string data;
   } run_;
+  // CRIU's pages are read into this, kChunkPages at a time: one buffer for
+  // the relay, not a zero-filled 256 KiB per record (a round of scattered
+  // dirty pages has a record every few pages, and a TCG guest fills memory
+  // slowly).
+  std::unique_ptr<char[]> chunk_;
   zero_runs::Encoder out_;   // bytes for the network: flushed before an answer, at
                              // kFlushAt, and whenever CRIU pauses
   bool has_parent_ = false;  // of the pagemap image open now

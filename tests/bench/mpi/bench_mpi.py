@@ -367,6 +367,42 @@ def cpu_table(runs, top=8):
     return "\n".join(out)
 
 
+def crx_cpu_table(runs):
+    """crx's own CPU on the source per move, from its report: each phase's
+    (crx's threads; CRIU where crx reaped it in the phase) and the page
+    filter thread's share of each round. Before the freeze it is taken
+    from the running rank's vCPU; in the window, from CRIU's."""
+    out = []
+    for way, recs in runs.items():
+        reps = [r["report"] for r in recs if isinstance(r, dict) and r.get("report")] \
+            if way != "args" else []
+        reps = [r for r in reps if any("cpu_seconds" in p for p in r.get("phases", []))]
+        if not reps:
+            continue
+
+        def part(rep, before_freeze):
+            names = [p["name"] for p in rep["phases"]]
+            cut = names.index("freeze") if "freeze" in names else len(names)
+            cut_end = names.index("restore") if "restore" in names else len(names)
+            ph = rep["phases"][:cut] if before_freeze else rep["phases"][cut:cut_end]
+            return (sum(p["cpu_seconds"] for p in ph), sum(p["child_cpu_seconds"] for p in ph))
+
+        def filt(rep, final):
+            return sum(r.get("filter_cpu_seconds", 0.0) for r in rep.get("rounds", [])
+                       if bool(r.get("final")) == final)
+        out.append(f"\ncrx's CPU on the source, {way} (its report, mean of {len(reps)} moves, "
+                   "seconds):\n")
+        out.append("| | crx | of it the page filter | CRIU reaped in it |")
+        out.append("|---|---|---|---|")
+        for label, before in (("before the freeze (connect, pre-copy)", True),
+                              ("frozen: freeze to the images sent", False)):
+            crx = statistics.mean(part(r, before)[0] for r in reps)
+            criu = statistics.mean(part(r, before)[1] for r in reps)
+            f = statistics.mean(filt(r, not before) for r in reps)
+            out.append(f"| {label} | {crx:.2f} | {f:.2f} | {criu:.2f} |")
+    return "\n".join(out)
+
+
 def plot(runs, rows, path):
     import matplotlib
     matplotlib.use("Agg")
@@ -493,6 +529,7 @@ def main():
           f"g{runs['args'].get('mpirun_on', 0)}; mean ± sd\n")
     print(table(rows))
     print(cpu_table(runs))
+    print(crx_cpu_table(runs))
     if a.plot:
         plot(runs, rows, a.plot)
     return 0

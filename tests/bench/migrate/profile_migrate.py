@@ -105,7 +105,7 @@ def main():
                 print(f"\n== g{k} {who}: perf's samples by command and object")
                 report = f"perf report -q -i {PERF_DATA} --stdio --no-children -g none "
                 print(bm.sh(tb, k, report + "--sort comm,dso --percent-limit 1 2>/dev/null"))
-                print(f"-- crx's own samples by symbol (percent of crx's)")
+                print("-- crx's own samples by symbol (percent of crx's)")
                 print(bm.sh(tb, k, report + "--comms crx-migrate --percentage relative "
                                             "--sort sym --percent-limit 1 2>/dev/null"))
         for k in (0, 1):

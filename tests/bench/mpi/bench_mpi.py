@@ -396,8 +396,9 @@ def crx_cpu_table(runs):
         out.append("|---|---|---|---|")
         for label, before in (("before the freeze (connect, pre-copy)", True),
                               ("frozen: freeze to the images sent", False)):
-            crx = statistics.mean(part(r, before)[0] for r in reps)
-            criu = statistics.mean(part(r, before)[1] for r in reps)
+            parts = [part(r, before) for r in reps]
+            crx = statistics.mean(c for c, _ in parts)
+            criu = statistics.mean(k for _, k in parts)
             f = statistics.mean(filt(r, not before) for r in reps)
             out.append(f"| {label} | {crx:.2f} | {f:.2f} | {criu:.2f} |")
     return "\n".join(out)

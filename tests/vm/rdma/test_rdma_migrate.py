@@ -509,14 +509,27 @@ class RdmaMigrateTest(RdmaBedCase):
         self.wait_progress(cid, n + 200)
         self.finish(cid, sender, count, k=2)
 
+    # The MR test_13 and test_13b have the sender's NIC write: two huge pages.
+    NIC_WRITTEN_MR = 4 << 20
+
     def start_nic_written_pair(self, cid, port, progress):
-        """start_pair() of a receiver whose 16 MiB MR is on huge pages and
-        written only by the sender's NIC (--mr-remote-write 2), until it
-        counted `progress` messages; fails unless the MR is on huge pages
-        (without them test_13 and test_13b prove nothing). The sender."""
-        mr = 16 << 20
+        """start_pair() of a receiver whose NIC_WRITTEN_MR is on huge pages
+        and written only by the sender's NIC (--mr-remote-write 0.5), until
+        it counted `progress` messages; fails unless the MR is on huge
+        pages (without them test_13 and test_13b prove nothing). The
+        sender.
+
+        A pass of 4 MiB takes the NIC ~0.25 s in the test bed, so a pass
+        starts every 0.5 s and every page of the MR is rewritten in any
+        stretch of that length: the ~2 s between a pre-dump and the final
+        dump hold a write of every page wherever the passes' edges fall.
+        With 16 MiB every 2 s a pass could straddle the pre-dump and the
+        next start after the final dump (CI, 2026-12-07: the write logs
+        named 14.2 of the 16 MiB); 16 MiB every 0.5 s took the link's
+        whole rate (a pass ~1 s) and slowed the messages sixfold."""
+        mr = self.NIC_WRITTEN_MR
         sender = self.start_pair(cid, port, None, 100,
-                                 seq_args=f"--mr-size {mr} --mr-huge --mr-remote-write 2")
+                                 seq_args=f"--mr-size {mr} --mr-huge --mr-remote-write 0.5")
         self.wait_progress(cid, progress)
         huge_kib = int(self.sh(self.tb, 0,
                                f"p=$(pgrep -f '^crx-verbs-seq recv --port {port} ' | head -1); "
@@ -530,8 +543,8 @@ class RdmaMigrateTest(RdmaBedCase):
         """The NIC's writes set no soft-dirty bit, and a pre-dump clears
         the bit of a pinned transparent huge page (clear_soft_dirty_pmd()
         has no pinned check, unlike the PTE path): the final dump must not
-        trust the bits for such an MR. The receiver's 16 MiB MR is on huge
-        pages (--mr-huge); every 2 s the sender RDMA-WRITEs a new pass
+        trust the bits for such an MR. The receiver's 4 MiB MR is on huge
+        pages (--mr-huge); every 0.5 s the sender RDMA-WRITEs a new pass
         into every page of it and announces the pass on its next message
         (--mr-remote-write); the receiver fails when a page holds an older
         pass than the last announced, and it checks every 50 ms, before the
@@ -554,11 +567,11 @@ class RdmaMigrateTest(RdmaBedCase):
         print(f"{cid}: final round: {final.get('parent_checked_bytes', 0)} B CRIU took from "
               f"the parent checked, {final.get('parent_changed_bytes', 0)} B of it changed, "
               f"{final.get('device_written_bytes', 0)} B the device wrote", flush=True)
-        self.assertGreaterEqual(final.get("parent_checked_bytes", 0), 16 << 20, final)
+        self.assertGreaterEqual(final.get("parent_checked_bytes", 0), self.NIC_WRITTEN_MR, final)
         # The write logs were read and named the MR; nothing they did not
         # name was checked (without them: the process's every page CRIU
         # took from the parent, its heap and libraries too).
-        self.assertGreaterEqual(final.get("device_written_bytes", 0), 16 << 20, final)
+        self.assertGreaterEqual(final.get("device_written_bytes", 0), self.NIC_WRITTEN_MR, final)
         self.assertLessEqual(final["parent_checked_bytes"], final["device_written_bytes"], final)
         self.wait_progress(cid, self.progress(cid) + 500)
         self.finish(cid, sender, None, k=2)

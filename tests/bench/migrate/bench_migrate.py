@@ -647,18 +647,22 @@ def report(runs):
         print_lazy_table(runs, sizes)
 
 
+def median_times(runs, way, mib):
+    """(downtime, total): the medians of one way's repetitions at one size."""
+    rs = runs[way][mib]
+    return (statistics.median(r["downtime"] for r in rs),
+            statistics.median(r["total"] for r in rs))
+
+
 def print_runc_table(runs, sizes, link, fixed):
     """crx against the runc way at every size, and both against the
     link's limit."""
-    med = statistics.median
     print("| memory | crx downtime | runc-way downtime | downtime ratio | crx total | "
           "runc-way total | total ratio | limit (mem/bw) | crx total / (1.3 limit + fixed) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for mib in sizes:
-        cd = med(r["downtime"] for r in runs["crx"][mib])
-        ct = med(r["total"] for r in runs["crx"][mib])
-        rd = med(r["downtime"] for r in runs["runc"][mib])
-        rt = med(r["total"] for r in runs["runc"][mib])
+        cd, ct = median_times(runs, "crx", mib)
+        rd, rt = median_times(runs, "runc", mib)
         limit = (mib << 20) / link
         print(f"| {mib} MiB | {cd:.2f} s | {rd:.2f} s | {cd / rd:.2f} | {ct:.2f} s | "
               f"{rt:.2f} s | {ct / rt:.2f} | {limit:.2f} s | {ct / (1.3 * limit + fixed):.2f} |")
@@ -668,18 +672,15 @@ def print_lazy_table(runs, sizes):
     """crx --lazy against crx's pre-copy at every size, and its downtime
     against its own at the smallest size (issue 17's goal: <= 1.2 at
     256 MiB). Needs no runc way in the run."""
-    med = statistics.median
-    l16 = med(r["downtime"] for r in runs["lazy"][sizes[0]])
+    l16, _ = median_times(runs, "lazy", sizes[0])
     print(f"\ncrx --lazy (post-copy) against crx with --pre-copy {runs['pre_copy']}; the last "
           f"column: its downtime over its own at {sizes[0]} MiB\n")
     print("| memory | lazy downtime | lazy total | downtime / pre-copy's | total / pre-copy's | "
           f"downtime / at {sizes[0]} MiB |")
     print("|---|---|---|---|---|---|")
     for mib in sizes:
-        ld = med(r["downtime"] for r in runs["lazy"][mib])
-        lt = med(r["total"] for r in runs["lazy"][mib])
-        cd = med(r["downtime"] for r in runs["crx"][mib])
-        ct = med(r["total"] for r in runs["crx"][mib])
+        ld, lt = median_times(runs, "lazy", mib)
+        cd, ct = median_times(runs, "crx", mib)
         print(f"| {mib} MiB | {ld:.2f} s | {lt:.2f} s | {ld / cd:.2f} | {lt / ct:.2f} | "
               f"{ld / l16:.2f} |")
 

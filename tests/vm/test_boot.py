@@ -2,7 +2,9 @@
 """Boot one guest, run commands; the guest is set up as the issue demands."""
 import os
 import time
+import unittest
 
+import testbed
 from vmtest import VmTestCase, main
 
 
@@ -73,6 +75,31 @@ class BootTest(VmTestCase):
         h = tb.spawn(0, "sleep 600")
         tb.kill(h)
         self.assertEqual(tb.wait(h, timeout=60)[0], -9)
+
+    @unittest.skipUnless(os.path.exists(os.path.join(testbed.CPU_CGROUP_V1, "cpu.cfs_quota_us")),
+                         "the host has no cgroup v1 cpu controller (cap_vcpu needs it)")
+    def test_two_vcpus_one_capped(self):
+        """What the MPI bench's spare core (tests/bench/mpi, Result 27) is
+        made of: a guest with a second vCPU, one vCPU held to a share of a
+        host core, the cap gone with the test bed."""
+        tb = self.boot(1, rxe=False, vcpus={0: 2})
+        self.assertEqual(self.sh(tb, 0, "nproc").strip(), "2")
+        self.assertEqual(sorted(tb.vcpu_threads(0)), [0, 1])
+        tb.cap_vcpu(0, 1, 0.2)
+        cap = os.path.join(testbed.CPU_CGROUP_V1, f"{testbed.TEMP_PREFIX}{os.getpid()}-g0-cpu1")
+        with open(os.path.join(cap, "tasks")) as f:
+            self.assertEqual(f.read().split(), [str(tb.vcpu_threads(0)[1])])
+        # a busy loop on vCPU 1 runs into the quota
+        self.sh(tb, 0, "taskset -c 1 timeout 2 sh -c 'while :; do :; done' || [ $? = 124 ]")
+        self.assertGreater(self.throttled(cap), 0)
+        tb.close()
+        self.assertFalse(os.path.exists(cap), "the vCPU's cgroup outlived its test bed")
+        self.assertEqual(testbed.leftovers({os.getpid()}), [])
+
+    @staticmethod
+    def throttled(cap):
+        with open(os.path.join(cap, "cpu.stat")) as f:
+            return int(dict(line.split() for line in f)["nr_throttled"])
 
 
 if __name__ == "__main__":

@@ -94,6 +94,7 @@ import inspect
 import itertools
 import marshal
 import os
+import re
 import shutil
 import signal
 import socket
@@ -116,6 +117,7 @@ BASE_OCTET = 10
 QEMU = "/usr/bin/qemu-system-x86_64"
 # Names that mark what a test bed owns (checked for leftovers by the tests).
 TEMP_PREFIX = "crx-vm."            # + owner pid: the temp dir
+CPU_CGROUP_V1 = "/sys/fs/cgroup/cpu"  # where cap_vcpu's cgroups go
 NETNS_HOLDER_PREFIX = "crx-vm-netns."  # + owner pid: argv[0] of the netns holder
 BRIDGE = "crxbr0"                  # inside the private netns only
 TAP = "crxtap"                     # + k, inside the private netns only
@@ -324,13 +326,21 @@ def _pdeath(argv):
 
 
 def _sweep_stale_tempdirs():
-    for path in glob.glob(os.path.join(tempfile.gettempdir(), TEMP_PREFIX + "*")):
+    """Temp dirs and vCPU caps (cap_vcpu) of owners that died."""
+    for path in glob.glob(os.path.join(tempfile.gettempdir(), TEMP_PREFIX + "*")) \
+            + glob.glob(os.path.join(CPU_CGROUP_V1, TEMP_PREFIX + "*")):
         try:
-            pid = int(os.path.basename(path)[len(TEMP_PREFIX):].split(".")[0])
+            pid = int(re.split(r"[.-]", os.path.basename(path)[len(TEMP_PREFIX):])[0])
         except ValueError:
             continue
         if pid != os.getpid() and not os.path.exists(f"/proc/{pid}"):
-            shutil.rmtree(path, ignore_errors=True)
+            if path.startswith("/sys/"):
+                try:
+                    os.rmdir(path)  # empty: its qemu is gone
+                except OSError:
+                    pass
+            else:
+                shutil.rmtree(path, ignore_errors=True)
 
 
 # The process that holds a test bed's network namespace; when its owner dies
@@ -489,7 +499,8 @@ class Guest:
             console = ["-chardev", f"file,id=con,path={_qopt(self.console_path)}",
                        "-serial", "chardev:con"]
         return [
-            QEMU, "-name", self.name, "-nodefaults", "-no-user-config", "-nographic",
+            # debug-threads: the vCPU threads are named "CPU <i>/TCG" (vcpu_threads)
+            QEMU, "-name", f"{self.name},debug-threads=on", "-nodefaults", "-no-user-config", "-nographic",
             *(["-accel", "tcg"] if tb.icount is None else
               ["-accel", "tcg,thread=single", "-icount", tb.icount]),
             # One vCPU, but maxcpus=2: qemu 7.2 translates the guest's
@@ -502,7 +513,9 @@ class Guest:
             # virtio-net TX queue that loses one under load is dead for good
             # (6.1's virtio_net only logs its TX watchdog). See
             # tests/vm/README.md, "One vCPU, two possible".
-            "-cpu", "max", "-smp", "1,maxcpus=2", "-m", str(tb.memory_mb),
+            # (tb.vcpus may give a guest two: the MPI bench's spare core.)
+            "-cpu", "max", "-smp", f"{tb.vcpus.get(self.k, 1)},maxcpus=2",
+            "-m", str(tb.memory_mb),
             "-no-reboot", "-bios", "qboot.rom",
             "-kernel", tb.cfg["CRX_VM_VMLINUX"], "-initrd", tb.cfg["CRX_VM_INITRD"],
             "-append", " ".join(cmdline),
@@ -713,10 +726,15 @@ def _on_signal(signum, frame):
 
 class Testbed:
     def __init__(self, n=1, modules_dir=None, scratch=None, memory_mb=768, rxe=True,
-                 boot_timeout=None, cache="loose", extra_cmdline="", icount=None):
+                 boot_timeout=None, cache="loose", extra_cmdline="", icount=None, vcpus=None):
+        """vcpus: {guest: 2} for guests that get a second vCPU (one each
+        otherwise; at most two, see qemu_argv)."""
         if not 1 <= n <= 64:  # the kernel command line names every guest
             raise ValueError("n must be in 1..64")
+        if any(v not in (1, 2) for v in (vcpus or {}).values()):
+            raise ValueError("vcpus: a guest has 1 or 2")
         self.n = n
+        self.vcpus = dict(vcpus or {})
         self.memory_mb = memory_mb
         self.icount = icount
         self.rxe = rxe
@@ -731,6 +749,7 @@ class Testbed:
         self.netns = None
         self.guests = []
         self.boot_seconds = []
+        self._caps = []  # cgroups of cap_vcpu, removed by close()
         self._closed = False
 
     def _modules_share(self, path):
@@ -807,6 +826,11 @@ class Testbed:
                 g.kill()
             except Exception:
                 pass
+        for cap in self._caps:
+            try:
+                os.rmdir(cap)  # its threads ended with their qemu
+            except OSError:
+                pass
         if self.netns:
             self.netns.close()
         if self.workdir:
@@ -832,6 +856,42 @@ class Testbed:
 
     def kill_guest(self, k):
         self._guest(k).kill()
+
+    def cap_vcpu(self, k, cpu, share, period_us=10000):
+        """Lets vCPU `cpu` of guest k run at most `share` of a host core
+        (0 < share <= 1), in slices of period_us: a node whose core is
+        slower, e.g. so that the host keeps a core's worth for other
+        vCPUs. Needs the host's cgroup v1 cpu controller (thread-level
+        CFS quota); close() removes the cgroup."""
+        if not 0 < share <= 1:
+            raise ValueError("share must be in (0, 1]")
+        root = CPU_CGROUP_V1
+        if not os.path.exists(os.path.join(root, "cpu.cfs_quota_us")):
+            raise TestbedError(f"capping a vCPU needs cgroup v1's cpu controller at {root}")
+        tid = self.vcpu_threads(k).get(cpu)
+        if tid is None:
+            raise TestbedError(f"guest {k} has no vCPU {cpu}")
+        cap = os.path.join(root, f"{TEMP_PREFIX}{os.getpid()}-g{k}-cpu{cpu}")
+        os.mkdir(cap)
+        self._caps.append(cap)
+        for name, value in (("cpu.cfs_period_us", period_us),
+                            ("cpu.cfs_quota_us", int(period_us * share)), ("tasks", tid)):
+            with open(os.path.join(cap, name), "w") as f:
+                f.write(str(value))
+
+    def vcpu_threads(self, k):
+        """{vCPU index: host thread id} of guest k's qemu."""
+        pid = self._guest(k).proc.pid
+        found = {}
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    m = re.fullmatch(r"CPU (\d+)/TCG", f.read().strip())
+            except FileNotFoundError:
+                continue
+            if m:
+                found[int(m.group(1))] = int(tid)
+        return found
 
     def monitor(self, k, cmd, timeout=10):
         """The answer of guest k's qemu monitor (HMP) to one command, e.g.
@@ -917,6 +977,9 @@ def leftovers(owners=None):
     for path in glob.glob(os.path.join(tempfile.gettempdir(), TEMP_PREFIX + "*")):
         if ours(_owner_of(path)):
             found.append(f"temp dir {path}")
+    for path in glob.glob(os.path.join(CPU_CGROUP_V1, TEMP_PREFIX + "*")):
+        if ours(_owner_of(path)):
+            found.append(f"vCPU cap {path}")
     with open("/proc/self/mountinfo") as f:
         for line in f:
             if "crx-vm" in line or TEMP_PREFIX in line:

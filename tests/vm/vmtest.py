@@ -1,5 +1,6 @@
 """Shared bits of the tests/vm tests (unittest, stdlib only)."""
 import os
+import shlex
 import subprocess
 import sys
 import time
@@ -122,17 +123,34 @@ def boot_shared(n, prepare, **kw):
 # measures them through. About 25 modprobes, 6-8 s under TCG, that made a
 # bed's first migration freeze that much longer than the next ones (a real
 # host pays milliseconds once), and cases that run traffic for a fixed time
-# against their moves lost it.
+# against their moves lost it. nf_conntrack_netlink: the ctnetlink request
+# of a source's prepare (runtime/checkpoint/README.md, "Modules the dump
+# would load").
 MIGRATION_MODULES = ("tls gcm ctr ghash_clmulni_intel cryptd crc32c_intel libcrc32c "
                      "algif_aead chacha20poly1305 chacha_generic poly1305_generic "
                      "af_packet_diag inet_diag tcp_diag udp_diag raw_diag unix_diag "
-                     "netlink_diag nf_tables nfnetlink tun veth")
+                     "netlink_diag nf_tables nfnetlink nf_conntrack_netlink tun veth")
+# The two TLS suites' AEADs, made once: the kernel builds an algorithm
+# instance such as gcm(aes) on its first use and asks modprobe for its
+# name first (crypto-gcm(aes), crypto-ctr(aes), crypto-cryptd(...),
+# crypto-rfc7539(...), each also with -all) whether or not the modules
+# are loaded: ~1-2 s of a first move on each end under TCG (tests/bench/
+# mpi/README.md, Result 25). An AF_ALG bind builds them as kTLS would.
+_MAKE_AEADS = ("import socket\n"
+               "for name in ('gcm(aes)', 'rfc7539(chacha20,poly1305)'):\n"
+               "    try:\n"
+               "        socket.socket(socket.AF_ALG, socket.SOCK_SEQPACKET).bind(('aead', name))\n"
+               "    except OSError:\n"
+               "        pass\n")
 
 
 def warm_for_migration_cmd(crx):
-    """A guest command that loads MIGRATION_MODULES and reads crx, criu and
+    """A guest command that loads MIGRATION_MODULES, builds the TLS suites'
+    AEADs and reads crx, crx-migrate (and the libraries it loads), criu and
     CRIU's plugins once (cold 9p reads under TCG); never fails."""
-    return (f"modprobe -a {MIGRATION_MODULES} 2>/dev/null; cat {crx} $(command -v criu) "
+    return (f"modprobe -a {MIGRATION_MODULES} 2>/dev/null; "
+            f"python3 -c {shlex.quote(_MAKE_AEADS)} 2>/dev/null; "
+            f"{crx}-migrate --version >/dev/null 2>&1; cat {crx} $(command -v criu) "
             f"{os.path.dirname(crx)}/criu-plugins/*.so >/dev/null 2>&1; true")
 
 

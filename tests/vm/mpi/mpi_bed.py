@@ -81,14 +81,28 @@ def host_reference(jacobi_args):
 class MpiBed:
     """The four guests and their agents; close() ends them."""
 
-    def __init__(self, memory_mb=MEMORY_MB):
+    def __init__(self, memory_mb=MEMORY_MB, spare_core=None):
+        """spare_core: a share of a host core (e.g. 0.45). The ranks' nodes
+        then have a core for the system beside the rank's, as the paper's
+        had: g0 and g3 (where the moving rank is and goes) get a second
+        vCPU, which runs the agent and so crx and CRIU; every rank runs in
+        cpuset 0; and each guest's vCPU 0 is capped on the host at that
+        share, so that the three ranks' vCPUs leave the host's other
+        cores' worth to the move (tests/bench/mpi/README.md, Result 27)."""
         self.rootfs = rootfs()
+        self.spare_core = spare_core
         mods = patched_rxe_modules()
         t = time.monotonic()
-        self.tb = Testbed(NODES, modules_dir=mods, rxe=False, memory_mb=memory_mb).start()
+        self.tb = Testbed(NODES, modules_dir=mods, rxe=False, memory_mb=memory_mb,
+                          vcpus={0: 2, 3: 2} if spare_core else None).start()
         print(f"booted {NODES} guests ({memory_mb} MiB each) in {time.monotonic() - t:.1f} s",
               flush=True)
         try:
+            if spare_core:
+                for k in range(NODES):
+                    self.tb.cap_vcpu(k, 0, spare_core)
+                    if self.tb.vcpus.get(k) == 2:
+                        self._nic_interrupts_on_cpu0(k)
             self._setup()
         except BaseException:
             self.tb.close()
@@ -106,8 +120,12 @@ class MpiBed:
         rdma_setup(tb, CRX, RANGES, KEY, "/tmp/mpi-key")
         self.agents = []
         for k in range(NODES):
+            # with a spare core: the agent and all it starts (crx, CRIU) on
+            # vCPU 1, where there is one; the ranks in cpuset 0
+            pin = "taskset -c 1 " if self.spare_core and tb.vcpus.get(k) == 2 else ""
+            cpus = "--cpus 0 " if self.spare_core else ""
             self.agents.append(tb.spawn(
-                k, f"python3 {AGENT} serve --listen 0.0.0.0:{PORT} --key /tmp/mpi-key "
+                k, f"{pin}python3 {AGENT} serve {cpus}--listen 0.0.0.0:{PORT} --key /tmp/mpi-key "
                    f"--crx {CRX} --bundle {BUNDLE} --rootfs {self.rootfs} --dev eth0 "
                    f"--state-dir /run/crx-mpi --log-dir {s}/log-g{k} "
                    f"--ready-file {s}/agent-g{k}.ready 2>{s}/agent-g{k}.log"))
@@ -120,6 +138,16 @@ class MpiBed:
         for k in range(NODES):
             wait_until(lambda: ready(k), 120,
                        lambda: f"g{k}'s crx-mpi-agent: {self.read(f'agent-g{k}.log')}")
+
+    def _nic_interrupts_on_cpu0(self, k):
+        """eth0's queue interrupts to vCPU 0, the rank's: rdma_rxe does
+        the rank's packets in their softirq, which on vCPU 1 would wait
+        behind the move (the guest spreads them over both vCPUs, RX on 1)."""
+        self.tb.run(k, "d=$(basename $(readlink /sys/class/net/eth0/device)); "
+                       "irqs=$(awk -F: \"/ $d-(input|output)/ {print \\$1}\" /proc/interrupts); "
+                       "[ -n \"$irqs\" ] || { echo no queue interrupts of $d >&2; exit 1; }; "
+                       "for i in $irqs; do echo 0 > /proc/irq/$i/smp_affinity_list || exit 1; done",
+                    timeout=60, check=True)
 
     def close(self):
         self.tb.close()

@@ -500,7 +500,8 @@ class Guest:
                        "-serial", "chardev:con"]
         return [
             # debug-threads: the vCPU threads are named "CPU <i>/TCG" (vcpu_threads)
-            QEMU, "-name", f"{self.name},debug-threads=on", "-nodefaults", "-no-user-config", "-nographic",
+            QEMU, "-name", f"{self.name},debug-threads=on",
+            "-nodefaults", "-no-user-config", "-nographic",
             *(["-accel", "tcg"] if tb.icount is None else
               ["-accel", "tcg,thread=single", "-icount", tb.icount]),
             # One vCPU, but maxcpus=2: qemu 7.2 translates the guest's

@@ -4,8 +4,10 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <linux/sockios.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -163,6 +165,34 @@ void detect_dead_peer(int fd, std::chrono::milliseconds within) {
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof intvl);
   ::setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof cnt);
   ::setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user_timeout, sizeof user_timeout);
+}
+
+namespace {
+int send_queue_bytes(int fd, std::string_view what) {
+  int queued = 0;
+  if (::ioctl(fd, SIOCOUTQ, &queued) != 0) throw_errno(std::string(what) + " (SIOCOUTQ)");
+  return queued;
+}
+}  // namespace
+
+void read_answer(int fd, void* buf, size_t len, std::string_view what) {
+  auto* p = static_cast<char*>(buf);
+  size_t got = 0;
+  int queued_before = send_queue_bytes(fd, what);
+  while (got < len) {
+    ssize_t n = retry_eintr([&] { return ::read(fd, p + got, len - got); });
+    if (n > 0) {
+      got += static_cast<size_t>(n);
+      continue;
+    }
+    if (n == 0) throw Error(std::string(what) + ": the peer closed the connection", Cause::IO);
+    if (errno != EAGAIN && errno != EWOULDBLOCK) throw_errno(what);
+    // A whole time-out without an answer: silence, unless the peer took
+    // some of what was sent before the question meanwhile.
+    const int queued = send_queue_bytes(fd, what);
+    if (queued >= queued_before) throw_errno(what, ETIMEDOUT);
+    queued_before = queued;
+  }
 }
 
 std::string peer_name(int fd) {

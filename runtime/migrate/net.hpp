@@ -2,7 +2,9 @@
 // time-out, a listener whose accept can time out.
 #pragma once
 #include <chrono>
+#include <cstddef>
 #include <string>
+#include <string_view>
 
 #include "common/unique_fd.hpp"
 
@@ -41,6 +43,17 @@ class TcpListener {
 // sent data may stay unacknowledged, so the socket fails with ETIMEDOUT
 // about `within` after the link went away, whatever the caller waits for.
 void detect_dead_peer(int fd, std::chrono::milliseconds within);
+
+// Reads exactly `len` bytes of an answer from a blocking socket with
+// SO_RCVTIMEO set. A peer answers only once it has read what was sent
+// before the question, and over a slow link that may take longer than the
+// time-out on a healthy link (a send buffer of a few MiB at 100 kbit/s:
+// minutes). So a time-out fails the read only when the socket's send queue
+// (SIOCOUTQ: sent and not yet acknowledged, or not yet sent) did not
+// shrink during it: silence, not a slow drain. A link that died fails it
+// by TCP_USER_TIMEOUT (detect_dead_peer) or by the queue standing still.
+// Errors keep their errno: ETIMEDOUT after a silent time-out.
+void read_answer(int fd, void* buf, size_t len, std::string_view what);
 
 // The peer's address as text ("10.0.0.1:41234").
 std::string peer_name(int fd);

@@ -11,6 +11,7 @@
 
 #include "common/error.hpp"
 #include "common/retry_eintr.hpp"
+#include "migrate/net.hpp"
 
 namespace crx::migrate {
 
@@ -203,7 +204,7 @@ void PageDedupRelay::relay() {
       write_all(local_.get(), reinterpret_cast<const char*>(&done), sizeof done, "answering CRIU");
       check_open_answers();
       char answer[4] = {};
-      read_exact(network_.get(), answer, sizeof answer, "reading the page server's answer");
+      read_answer(network_.get(), answer, sizeof answer, "reading the page server's answer");
       if (const int32_t status = load<int32_t>(answer); status != 0)
         throw Error("the destination's page server ended the round with status " +
                         std::to_string(status),
@@ -392,7 +393,7 @@ void PageDedupRelay::send_header(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr
 void PageDedupRelay::check_open_answers() {
   for (const OpenAnswer& due : open_answers_due_) {
     char has_parent = 0;
-    read_exact(network_.get(), &has_parent, 1, "reading the page server's answer");
+    read_answer(network_.get(), &has_parent, 1, "reading the page server's answer");
     if ((has_parent != 0) != due.has_parent) {
       throw Error("the destination's page server " +
                       std::string(has_parent ? "has" : "has no") + " parent image for pagemap " +
@@ -408,7 +409,7 @@ int32_t PageDedupRelay::pass_answer(size_t len) {
   flush();
   check_open_answers();
   char answer[4] = {};
-  read_exact(network_.get(), answer, len, "reading the page server's answer");
+  read_answer(network_.get(), answer, len, "reading the page server's answer");
   write_all(local_.get(), answer, len, "answering CRIU");
   return load<int32_t>(answer);
 }

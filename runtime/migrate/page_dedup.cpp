@@ -107,8 +107,9 @@ PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderL
                                bool zero_runs, bool compress)
     : ledger_(ledger), network_(std::move(network)), local_(std::move(ends.local)),
       criu_(std::move(ends.criu)), layout_(layout), criu_has_parent_(criu_has_parent),
-      check_parent_(check_parent), out_(zero_runs, compress),
-      chunk_(std::make_unique_for_overwrite<char[]>(kChunkPages * kPage)) {
+      check_parent_(check_parent),
+      chunk_(std::make_unique_for_overwrite<char[]>(kChunkPages * kPage)),
+      out_(zero_runs, compress) {
   thread_ = std::thread([this] { run(); });
 }
 

@@ -30,6 +30,11 @@ COUNTER = "i=0; while :; do echo $i >> /out/count.log; i=$((i+1)); sleep 0.2; do
 PIPELINE_AND_ZOMBIES = (
     "i=0; (while :; do echo $i; i=$((i+1)); sleep 0.2; done) | cat | "
     "while read n; do echo $n >> /out/count.log; done & sleep 0 & sleep 0 & exec sleep 1000000")
+# Half a MiB of random base64 that the counter's shell holds: pages the page
+# channel's LZ4 frames cannot shrink, so that over a slow link a round (or
+# the final dump) stays on the wire for tens of seconds (512 KiB at 96
+# kbit/s: ~45 s), however long the host takes to notice the phase.
+BALLAST = "b=$(head -c 393216 /dev/urandom | base64 -w 0); "
 
 
 def make_bundle(scratch, name="bundle", script=COUNTER, own_netns=True):
@@ -130,6 +135,7 @@ class Base(VmTestCase):
     @classmethod
     def prepare(cls, tb):
         cls.bundle = make_bundle(tb.scratch)
+        cls.ballast_bundle = make_bundle(tb.scratch, "bundle-ballast", BALLAST + COUNTER)
         warm_for_migration(tb, CRX)
 
     @classmethod
@@ -239,7 +245,9 @@ class Receiving:
 
     def slow_link_migration(self, tb, rate, burst, flags=""):
         """g0's link slowed to `rate` (tc tbf), a receiver on g1 logging to
-        RECEIVER_LOG and `crx migrate c1 <flags>` started: both handles."""
+        RECEIVER_LOG and `crx migrate c1 <flags>` started: both handles.
+        Run c1 from ballast_bundle (two_guests(bundle=...)): the counter's
+        own pages compress to a second's worth of the link."""
         self.sh(tb, 0, "modprobe sch_tbf 2>/dev/null; "
                        f"tc qdisc add dev eth0 root tbf rate {rate} burst {burst} latency 5s")
         rh = tb.spawn(1, f"{CRX} receive --listen 0.0.0.0:{PORT} --key /tmp/key --once "
@@ -260,10 +268,10 @@ class TwoGuests:
     not a TestCase, so that neither class runs the other's cases)."""
     guests = 2
 
-    def two_guests(self, key1=KEY):
+    def two_guests(self, key1=KEY, bundle=None):
         tb = self.tb
-        self.setup_guest(tb, 0, self.bundle)
-        self.setup_guest(tb, 1, self.bundle, key=key1)
+        self.setup_guest(tb, 0, bundle or self.bundle)
+        self.setup_guest(tb, 1, bundle or self.bundle, key=key1)
         return tb
 
 
@@ -722,7 +730,7 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         """The destination's NIC goes down while the frozen container's final
         dump is on the wire: no RST, no FIN, just silence. Both ends must
         notice by their time-outs; the source thaws and counts on."""
-        tb = self.two_guests()
+        tb = self.two_guests(bundle=self.ballast_bundle)
         self.run_counter(tb)
         # A slow link from the source keeps the final dump (container frozen)
         # in transfer long enough to cut the link right there.
@@ -800,7 +808,7 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         """A Ctrl-C of crx migrate after the destination prepared the
         restore and before the freeze: the receiver releases everything it
         prepared; the source never stopped."""
-        tb = self.two_guests()
+        tb = self.two_guests(bundle=self.ballast_bundle)
         self.run_counter(tb)
         rh, mh = self.prepared_then_pre_copy_under_way(tb)
         report, _, rlog = self.interrupt_the_sender(tb, rh, mh)
@@ -865,7 +873,7 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         """The receiver SIGKILLed after preparing: its waiting criu dies with
         it (PR_SET_PDEATHSIG); the cgroup, mounts and state dir it made are
         removed by the next crx receive (migrate/stale_sessions.hpp)."""
-        tb = self.two_guests()
+        tb = self.two_guests(bundle=self.ballast_bundle)
         self.run_counter(tb)
         rh, mh = self.prepared_then_pre_copy_under_way(tb)
         self.sh(tb, 1, "pkill -9 -f 'crx [r]eceive'")

@@ -10,6 +10,7 @@
 #include "common/error.hpp"
 #include "common/fs.hpp"
 #include "common/log.hpp"
+#include "migrate/cancel_watch.hpp"
 #include "migrate/image_stream.hpp"
 #include "migrate/kernel_tls.hpp"
 #include "migrate/precopy.hpp"
@@ -179,7 +180,13 @@ class Sender {
       check_cancel();
       ++round_;
       clock_.begin("pre-copy " + std::to_string(round_));
-      RoundReport r = do_round(false);
+      RoundReport r;
+      try {
+        r = do_round(false);
+      } catch (const std::exception&) {
+        check_cancel();  // a Ctrl-C that cut the round short says so
+        throw;
+      }
       planner.record_round(RoundSample{r.page_bytes, r.seconds, since_prev_snapshot_});
       const RoundEstimate& e = planner.estimates().back();
       r.throughput = e.throughput;
@@ -374,6 +381,9 @@ class Sender {
       src_.dump(dir, start.parent, page_fd.get(), ParentPages::Trust);
       rep_.verbs = VerbsReport::read(dir);  // the verbs plugin's crx-verbs-dump.json
     } else {
+      // A Ctrl-C ends the round at once (cancel_watch.hpp), not after its
+      // pages crossed.
+      CancelWatch watch(o_.cancel, page_fd.get());
       src_.pre_dump(dir, start.parent, page_fd.get());
     }
     {

@@ -124,6 +124,11 @@ struct FakeSource : SourceSide {
   bool refuse_when_frozen = false;
   std::atomic<bool>* cancel_during_dump = nullptr;
   std::atomic<bool>* cancel_during_pre_dump = nullptr;
+  // Ctrl-C halfway through round 1's pages, which then come slowly (a
+  // slow link: a piece every 20 ms, 10 s in all) for as long as the page
+  // channel takes them; one it refuses fails the pre-dump, as CRIU's does.
+  std::atomic<bool>* cancel_mid_pre_dump = nullptr;
+  bool pre_dump_cut = false;
   // A slow link: each round's pages go in 16 pieces, one per page_pace;
   // page_stall: after the first half, nothing for that long.
   std::chrono::milliseconds page_pace{0}, page_stall{0};
@@ -145,6 +150,19 @@ struct FakeSource : SourceSide {
   }
   void pre_dump(const std::string& dir, const std::string& parent, int fd) override {
     if (events) events->add("source pre-dump");
+    if (cancel_mid_pre_dump) {
+      write_all(fd, 64 << 10);
+      cancel_mid_pre_dump->store(true);
+      std::string piece(4096, 'p');
+      for (int i = 0; i < 500; ++i) {
+        if (::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) < 0) {
+          pre_dump_cut = true;
+          throw crx::Error("criu pre-dump failed: the page channel is closed");
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+      return;
+    }
     write_round(dir, parent, fd);
     if (cancel_during_pre_dump) cancel_during_pre_dump->store(true);
   }
@@ -1051,6 +1069,20 @@ TEST(MigratePreparedRestore, ASourceRollbackBeforeTheFreezeReleasesIt) {
   EXPECT_EQ(h.dst.prepares, 1);
   EXPECT_EQ(h.dst.released, 1);
   EXPECT_EQ(h.dst.restores, 0);
+  EXPECT_FALSE(crx::path_exists(h.dst.session_dir));
+}
+
+TEST(MigratePreparedRestore, ACtrlCMidRoundCutsTheRoundShort) {
+  Harness h;
+  h.pre_copy = 3;
+  h.src.cancel_mid_pre_dump = &h.cancel;
+  Outcome r = h.run();
+  EXPECT_TRUE(h.src.pre_dump_cut) << "round 1 ran to its end despite the Ctrl-C";
+  EXPECT_EQ(r.sender.outcome, "rolled back");
+  EXPECT_EQ(r.sender.error, "interrupted");
+  EXPECT_EQ(r.receiver.outcome, "rolled back");
+  EXPECT_EQ(h.src.freezes, 0);
+  EXPECT_EQ(h.dst.released, 1);
   EXPECT_FALSE(crx::path_exists(h.dst.session_dir));
 }
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -74,7 +75,8 @@ TEST(MigrateReadAnswer, WaitsWhileASlowLinkStillCarriesWhatCameBefore) {
   unsigned rate = 256 * 1024;
   int send_buffer = 1024 * 1024;
   ASSERT_EQ(::setsockopt(k.near.get(), SOL_SOCKET, SO_MAX_PACING_RATE, &rate, sizeof rate), 0);
-  ASSERT_EQ(::setsockopt(k.near.get(), SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer), 0);
+  ASSERT_EQ(::setsockopt(k.near.get(), SOL_SOCKET, SO_SNDBUF, &send_buffer, sizeof send_buffer),
+            0);
   const size_t queued = send_ahead(k.near.get(), 160 * 1024);
   ASSERT_EQ(queued, 160u * 1024);
   // The peer reads all of it as it comes, then answers.
@@ -98,43 +100,42 @@ TEST(MigrateReadAnswer, WaitsWhileASlowLinkStillCarriesWhatCameBefore) {
   EXPECT_GT(took, 200ms);
 }
 
-TEST(MigrateReadAnswer, ATimeOutWithTheQueueStandingStillIsSilence) {
-  Link k = link();
-  int receive_buffer = 16 * 1024;
-  ASSERT_EQ(::setsockopt(k.far.get(), SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer), 0);
-  ASSERT_GT(send_ahead(k.near.get(), 64 * 1024 * 1024), 0u);  // and `far` never reads
+// read_answer's failure on `near`, if it fails.
+std::optional<Error> answer_failure(const Link& k) {
   char answer[4] = {};
   try {
     read_answer(k.near.get(), answer, sizeof answer, "reading the answer");
-    FAIL() << "a peer that reads nothing and never answers must time out";
   } catch (const Error& e) {
-    EXPECT_EQ(e.sys_errno(), ETIMEDOUT) << e.what();
-    EXPECT_NE(std::string(e.what()).find("reading the answer"), std::string::npos) << e.what();
+    return e;
   }
+  return std::nullopt;
+}
+
+TEST(MigrateReadAnswer, ATimeOutWithTheQueueStandingStillIsSilence) {
+  Link k = link();
+  int buffer = 16 * 1024;
+  ASSERT_EQ(::setsockopt(k.far.get(), SOL_SOCKET, SO_RCVBUF, &buffer, sizeof buffer), 0);
+  ASSERT_GT(send_ahead(k.near.get(), 64 * 1024 * 1024), 0u);  // and `far` never reads
+  std::optional<Error> e = answer_failure(k);
+  ASSERT_TRUE(e) << "a peer that reads nothing and never answers must time out";
+  EXPECT_EQ(e->sys_errno(), ETIMEDOUT) << e->what();
+  EXPECT_NE(std::string(e->what()).find("reading the answer"), std::string::npos) << e->what();
 }
 
 TEST(MigrateReadAnswer, ATimeOutWithNothingQueuedIsSilence) {
   Link k = link();
-  char answer[4] = {};
-  try {
-    read_answer(k.near.get(), answer, sizeof answer, "reading the answer");
-    FAIL() << "a peer that has everything and does not answer must time out";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.sys_errno(), ETIMEDOUT) << e.what();
-  }
+  std::optional<Error> e = answer_failure(k);
+  ASSERT_TRUE(e) << "a peer that has everything and does not answer must time out";
+  EXPECT_EQ(e->sys_errno(), ETIMEDOUT) << e->what();
 }
 
 TEST(MigrateReadAnswer, AClosedPeerIsAnErrorNotAShortAnswer) {
   Link k = link();
   ASSERT_EQ(::write(k.far.get(), "o", 1), 1);
   k.far.reset();
-  char answer[4] = {};
-  try {
-    read_answer(k.near.get(), answer, sizeof answer, "reading the answer");
-    FAIL() << "an answer cut short must fail";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.cause(), crx::Cause::IO) << e.what();
-  }
+  std::optional<Error> e = answer_failure(k);
+  ASSERT_TRUE(e) << "an answer cut short must fail";
+  EXPECT_EQ(e->cause(), crx::Cause::IO) << e->what();
 }
 
 }  // namespace

@@ -1,6 +1,5 @@
 #include "migrate/page_dedup.hpp"
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,23 +34,6 @@ constexpr size_t kSlowStartBytes = 64 * 1024, kSmallRecord = 8 * 1024;
 
 size_t header_size(PageHeaderLayout l) { return l == PageHeaderLayout::Criu3 ? 24 : 32; }
 
-// Reads exactly len bytes; false on an end of stream before the first byte
-// when at_boundary (the writer is done), Error on any other short read.
-bool read_exact(int fd, void* buf, size_t len, const char* what, bool at_boundary = false) {
-  auto* p = static_cast<char*>(buf);
-  size_t got = 0;
-  while (got < len) {
-    ssize_t n = retry_eintr([&] { return ::read(fd, p + got, len - got); });
-    if (n < 0) throw_errno(what);
-    if (n == 0) {
-      if (at_boundary && got == 0) return false;
-      throw Error(std::string(what) + ": the stream ended inside a record", Cause::IO);
-    }
-    got += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 void write_all(int fd, const void* buf, size_t len, const char* what) {
   auto* p = static_cast<const char*>(buf);
   while (len > 0) {
@@ -60,14 +42,6 @@ void write_all(int fd, const void* buf, size_t len, const char* what) {
     p += n;
     len -= static_cast<size_t>(n);
   }
-}
-
-// Whether a read of fd would not block now (data, or its end).
-bool readable_now(int fd) {
-  pollfd p{fd, POLLIN, 0};
-  int n = retry_eintr([&] { return ::poll(&p, 1, 0); });
-  if (n < 0) throw_errno("polling CRIU's page stream");
-  return n > 0;
 }
 
 template <typename T>
@@ -91,7 +65,9 @@ PageHeaderLayout page_header_layout(unsigned major, unsigned minor) {
 
 PageDedupRelay::Ends PageDedupRelay::Ends::make() {
   int sv[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
+  // Seqpacket: CRIU's read-mode pages must be copied as they are spliced
+  // (message_reader.hpp).
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
   return Ends{UniqueFd(sv[0]), UniqueFd(sv[1])};
 }
@@ -106,7 +82,7 @@ PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderL
                                Ends ends, bool criu_has_parent, TaskMemory* check_parent,
                                bool zero_runs, bool compress)
     : ledger_(ledger), network_(std::move(network)), local_(std::move(ends.local)),
-      criu_(std::move(ends.criu)), layout_(layout), criu_has_parent_(criu_has_parent),
+      criu_(std::move(ends.criu)), from_criu_(local_.get()), layout_(layout), criu_has_parent_(criu_has_parent),
       check_parent_(check_parent),
       chunk_(std::make_unique_for_overwrite<char[]>(kChunkPages * kPage)),
       out_(zero_runs, compress) {
@@ -177,8 +153,8 @@ void PageDedupRelay::relay() {
     // What is buffered goes out whenever CRIU pauses (collecting the next
     // task's pages, writing its other images): the page server works on it
     // meanwhile, not after the CLOSE that CRIU's dump waits for.
-    if (!out_.wire().empty() && !readable_now(local_.get())) flush();
-    if (!read_exact(local_.get(), h.data(), hsize, "reading CRIU's page stream", true)) return;
+    if (!out_.wire().empty() && !from_criu_.readable_now()) flush();
+    if (!from_criu_.read_exact(h.data(), hsize, "reading CRIU's page stream", true)) return;
     const uint32_t cmd = load<uint32_t>(h.data());
     uint64_t nr_pages, vaddr, dst_id;
     if (layout_ == PageHeaderLayout::Criu3) {
@@ -290,7 +266,7 @@ void PageDedupRelay::add(uint32_t cmd, uint64_t nr_pages, uint64_t vaddr, uint64
   char* const chunk = chunk_.get();
   for (uint64_t done = 0; done < nr_pages;) {
     const size_t n = static_cast<size_t>(std::min<uint64_t>(kChunkPages, nr_pages - done));
-    read_exact(local_.get(), chunk, n * kPage, "reading CRIU's pages");
+    from_criu_.read_exact(chunk, n * kPage, "reading CRIU's pages");
     stats_.pages_in += n;
     if (!rewrite) {
       if (record)

@@ -43,6 +43,7 @@
 
 #include "common/error.hpp"
 #include "common/unique_fd.hpp"
+#include "migrate/message_reader.hpp"
 #include "migrate/page_ledger.hpp"
 #include "migrate/task_memory.hpp"
 #include "migrate/zero_runs.hpp"
@@ -115,6 +116,7 @@ class PageDedupRelay {
 
   PageLedger& ledger_;
   UniqueFd network_, local_, criu_;
+  MessageReader from_criu_;  // local_, whose messages are CRIU's writes and pages
   PageHeaderLayout layout_;
   bool criu_has_parent_;
   TaskMemory* check_parent_;

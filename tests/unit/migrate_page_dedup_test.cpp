@@ -5,6 +5,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cerrno>
@@ -85,10 +86,13 @@ std::string header(PageHeaderLayout l, uint32_t cmd, uint64_t pages, uint64_t va
   return h;
 }
 
+// In sends of a page at most: CRIU's end of the relay is a seqpacket socket
+// (one message a send, as a page CRIU splices is), and these messages
+// cross the records' boundaries, which the relay must not care about.
 void write_all(int fd, const std::string& s) {
   size_t off = 0;
   while (off < s.size()) {
-    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    ssize_t n = ::send(fd, s.data() + off, std::min<size_t>(s.size() - off, kPage), MSG_NOSIGNAL);
     if (n <= 0) throw crx::Error("test: write failed");
     off += static_cast<size_t>(n);
   }

@@ -38,6 +38,7 @@ struct MigrateArgs : MigrateConfigArgs {
   bool lazy = false;
   bool no_page_dedup = false;
   bool no_page_compression = false;
+  std::string pre_dump_mode = "read";
   std::string on_freeze;
   CriuFlagArgs criu;
 };
@@ -67,6 +68,17 @@ void register_migrate(Cli& cli) {
   sub->add_flag("--no-page-compression", a->no_page_compression,
                 "send the encrypted page channel uncompressed (by default what LZ4 shrinks "
                 "goes compressed; for comparisons)");
+  sub->add_option("--pre-dump-mode", a->pre_dump_mode,
+                  "how a pre-copy round takes the pages: read (default) lets the container run "
+                  "once its page map is taken and reads them meanwhile; splice (CRIU's default) "
+                  "keeps it stopped until they are in pipes")
+      ->check(CLI::Validator(
+          [](std::string& v) {
+            return v == "read" || v == "splice"
+                       ? std::string()
+                       : "expected \"read\" or \"splice\", got \"" + v + "\"";
+          },
+          "read|splice", "pre-dump-mode"));
   sub->add_flag("--send-rootfs", a->send_rootfs, "send config.json and rootfs if the destination lacks them");
   sub->add_flag("--kill-exec", a->kill_exec,
                 "accept losing processes outside the init's tree (crx exec): they are not "
@@ -142,6 +154,7 @@ void register_migrate(Cli& cli) {
       migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       if (a->no_page_dedup) criu.disable_page_dedup();
       if (a->no_page_compression) criu.disable_page_compression();
+      if (a->pre_dump_mode == "splice") criu.disable_pre_dump_read();
       o.manifest.inventory = criu.inventory().to_json();
       o.manifest.elf_files = criu.read_elf_files();
       migrate::VerbsSource verbs(criu, qps, a->id, !inv.empty());

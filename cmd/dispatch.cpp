@@ -104,7 +104,7 @@ constexpr Flag kCommandFlags[] = {
     // migrate, receive, rdma
     {"to", true}, {"listen", true}, {"key", true}, {"config", true}, {"image-dir", true},
     {"pre-copy", true}, {"min-shrink", true}, {"on-freeze", true}, {"timeout", true},
-    {"send-rootfs", false}, {"lazy", false}, {"no-page-dedup", false}, {"no-page-compression", false}, {"once", false}, {"insecure-plaintext", false}, {"tls-cert", true}, {"tls-key", true},
+    {"send-rootfs", false}, {"lazy", false}, {"no-page-dedup", false}, {"no-page-compression", false}, {"pre-dump-mode", true}, {"once", false}, {"insecure-plaintext", false}, {"tls-cert", true}, {"tls-key", true},
     {"tls-ca", true}, {"tls-peer-name", true}, {"tls-cipher", true},
     // a name that means something else for one command
     {"f", false, "delete"}, {"rootless", false, "spec"},

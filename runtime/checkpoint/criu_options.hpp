@@ -97,6 +97,13 @@ struct DumpOptions : CommonOptions {
   // at both ends). Only for a migration whose destination checked them
   // before the freeze (runtime/migrate/elf_files.hpp).
   bool validate_file_sizes_only = false;
+  // Pre-dump only: CRIU's "read" mode (`--pre-dump-mode read`). The tasks
+  // are let go once their pagemap is taken, and CRIU reads the pages with
+  // process_vm_readv while they run, instead of splicing them into pipes
+  // (and making every mapping readable and back) while they are stopped.
+  // The pages read may be newer than the snapshot; the soft-dirty bits,
+  // cleared frozen, send them again in the next round.
+  bool pre_dump_read = false;
 };
 
 // One inherited fd for restore: CRIU uses `fd` where the image says `key`

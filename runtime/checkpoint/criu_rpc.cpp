@@ -181,6 +181,10 @@ struct OptsBuilder {
       opts.has_network_lock = true;
       opts.network_lock = CRIU_NETWORK_LOCK_METHOD__NFTABLES;
     }
+    if (o.pre_dump_read) {
+      opts.has_pre_dump_mode = true;
+      opts.pre_dump_mode = CRIU_PRE_DUMP_MODE__VM_READ;
+    }
   }
 
   void restore(const RestoreOptions& o) {

@@ -257,6 +257,7 @@ std::string MigrationReport::to_text() const {
     if (r.build_ids_checked_ahead) out += "; libraries' build-ids checked before the freeze";
     if (r.cgroup_left_to_destination) out += "; cgroup left to the destination's, not walked";
     if (r.dump_request_ahead) out += "; CRIU's request sent before the freeze";
+    if (r.pre_dump_read) out += "; pages read while the container ran";
     if (r.criu) {
       // A dump writes the pages while the tasks are frozen (CRIU times the
       // write inside the memory dump); a pre-dump after it lets them go.
@@ -369,6 +370,7 @@ std::string MigrationReport::to_json() const {
     if (r.build_ids_checked_ahead) jr["build_ids_checked_ahead"] = true;
     if (r.cgroup_left_to_destination) jr["cgroup_left_to_destination"] = true;
     if (r.dump_request_ahead) jr["dump_request_ahead"] = true;
+    if (r.pre_dump_read) jr["pre_dump_read"] = true;
     if (r.throughput > 0) jr["bytes_per_second"] = r.throughput;
     if (r.bandwidth > 0) jr["bandwidth_bytes_per_second"] = r.bandwidth;
     if (r.dirty_rate > 0) jr["dirty_bytes_per_second"] = r.dirty_rate;

@@ -73,6 +73,7 @@ struct RoundReport {
   bool cgroup_left_to_destination = false;  // RoundStats
   bool build_ids_checked_ahead = false;  // CRIU validated sizes only (RoundStats)
   bool dump_request_ahead = false;  // CRIU set up before the freeze (RoundStats)
+  bool pre_dump_read = false;       // pages read while the container ran (RoundStats)
   // CRIU's own account of the round (its stats-dump): how long it kept the
   // container frozen, and of that the memory dump and write.
   std::optional<checkpoint::CriuDumpStats> criu;

@@ -405,6 +405,7 @@ class Sender {
       r.cgroup_left_to_destination = stats.cgroup_left_to_destination;
       r.build_ids_checked_ahead = stats.build_ids_checked_ahead;
       r.dump_request_ahead = stats.dump_request_ahead;
+      r.pre_dump_read = stats.pre_dump_read;
       r.criu = stats.criu;
     }
     double criu_s = seconds_since(c0);

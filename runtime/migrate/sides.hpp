@@ -51,6 +51,9 @@ struct RoundStats {
   // Final dump: its request was sent before the freeze, and CRIU had set
   // itself up by then (SourceSide::prepare_dump).
   bool dump_request_ahead = false;
+  // Pre-dump: CRIU read the pages while the container ran
+  // (checkpoint::DumpOptions::pre_dump_read).
+  bool pre_dump_read = false;
 };
 
 // The final dump of a post-copy migration (--lazy) while it runs: CRIU

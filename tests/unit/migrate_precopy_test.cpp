@@ -305,6 +305,10 @@ TEST(MigratePreCopyFlag, TheCommandLineRefusesBadValuesBeforeAnythingRuns) {
   EXPECT_EQ(with({"--pre-copy", "-1"}), "--pre-copy: " + why + "\"-1\"");
   EXPECT_EQ(with({"--pre-copy=-2"}), "--pre-copy: " + why + "\"-2\"");
   EXPECT_NE(with({"--min-shrink", "-5"}).find("--min-shrink"), std::string::npos);
+  EXPECT_EQ(with({"--pre-dump-mode", "read"}), "");
+  EXPECT_EQ(with({"--pre-dump-mode=splice"}), "");
+  EXPECT_EQ(with({"--pre-dump-mode", "vm_read"}),
+            "--pre-dump-mode: expected \"read\" or \"splice\", got \"vm_read\"");
 }
 
 TEST(MigratePreCopyFlag, ConfigFileTakesAutoAndTheFixedDowntime) {

@@ -327,6 +327,10 @@ class MigrateTest(TwoGuests, Receiving, Base):
         self.assertTrue(rounds[-1]["final"] and not rounds[0]["final"], rounds)
         self.assertGreater(rounds[0]["page_bytes"], 0, rounds)
         self.assertGreater(rounds[-1].get("unchanged_page_bytes", 0), 0, rounds)
+        # The pre-dumps read the pages while the shell ran (CRIU's read
+        # mode); the final dump, frozen, has no such mode.
+        self.assertEqual([bool(r.get("pre_dump_read")) for r in rounds], [True, True, False],
+                         rounds)
         # CRIU's own account of every round (stats-dump) and of the restore
         # (stats-restore, from the destination): frozen in the final dump,
         # pages scanned in every round, the task tree forked on restore.
@@ -576,7 +580,10 @@ class MigrateTest(TwoGuests, Receiving, Base):
         """X.509 instead of the shared key: each guest has its own
         certificate from one throwaway CA; the receiver takes only the
         sender's name, the sender checks the receiver's IP address. Both
-        connections run TLS with them, the pages in kernel TLS."""
+        connections run TLS with them, the pages in kernel TLS. Its
+        pre-copy round splices the pages with the shell stopped
+        (--pre-dump-mode splice, CRIU's default) where the other cases'
+        rounds read them while it runs."""
         tb = self.two_guests()
         tls = make_certs(os.path.join(tb.scratch, "tls"), {
             "sender.crx.test": "DNS:sender.crx.test",
@@ -595,8 +602,8 @@ class MigrateTest(TwoGuests, Receiving, Base):
                          "--format json")
         wait_listening(tb, 1, PORT, "crx receive", rh)
         rc, out, err = tb.run(0, f"{CRX} migrate c1 --to {tb.ip(1)}:{PORT} {flags(0)} "
-                                 f"--tls-peer-name {tb.ip(1)} --pre-copy 1 --format json",
-                              timeout=900)
+                                 f"--tls-peer-name {tb.ip(1)} --pre-copy 1 --pre-dump-mode splice "
+                                 "--format json", timeout=900)
         rrc, rout, rerr = self.received(tb, rh, (rc, out, err))
         self.assertEqual(rc, 0, f"migrate failed:\n{out}\n{err}\nreceiver:\n{rout}\n{rerr}")
         self.assertEqual(rrc, 0, rerr)
@@ -605,6 +612,8 @@ class MigrateTest(TwoGuests, Receiving, Base):
         for r in (out, rout):
             self.assertEqual(json.loads(r.strip().splitlines()[-1])["tls_cipher"],
                              "TLS_CHACHA20_POLY1305_SHA256")
+        rounds = json.loads(out.strip().splitlines()[-1])["rounds"]
+        self.assertEqual([bool(r.get("pre_dump_read")) for r in rounds], [False, False], rounds)
         self.assertIsNone(self.state(tb, 0)[0])
         self.assertEqual(self.state(tb, 1)[0], "running")
         self.assert_counts_continuously(self.wait_for_count(tb, self.counts(tb)[-1] + 2))

@@ -209,14 +209,14 @@ class MpiBed:
                                                 f"{self.read(tag + '.err')[-2000:]}")
 
     def move(self, host, src, dst, pre_copy=0, way="live", plaintext=False, no_page_dedup=False,
-             tls_cipher=None, no_page_compression=False):
+             tls_cipher=None, no_page_compression=False, pre_dump_mode=None):
         """crx-mpi-agent move, run on the destination g<dst> (any node would
         do; not the source, whose vCPU the moving rank needs: the client's
         python costs a TCG guest ~0.5 s of CPU): (rc, report or None,
         stderr, seconds). way "checkpoint": the runc way; plaintext:
         crx migrate --insecure-plaintext; no_page_dedup: --no-page-dedup;
         no_page_compression: --no-page-compression;
-        tls_cipher: --tls-cipher."""
+        tls_cipher: --tls-cipher; pre_dump_mode: --pre-dump-mode."""
         t = time.monotonic()
         rc, out, err = self.tb.run(
             dst, f"python3 {AGENT} move {host} --from {self.tb.ip(src)}:{PORT} "
@@ -225,7 +225,8 @@ class MpiBed:
                + (" --insecure-plaintext" if plaintext else "")
                + (" --no-page-dedup" if no_page_dedup else "")
                + (" --no-page-compression" if no_page_compression else "")
-               + (f" --tls-cipher {tls_cipher}" if tls_cipher else ""), timeout=900)
+               + (f" --tls-cipher {tls_cipher}" if tls_cipher else "")
+               + (f" --pre-dump-mode {pre_dump_mode}" if pre_dump_mode else ""), timeout=900)
         took = time.monotonic() - t
         report = json.loads(out.strip().splitlines()[-1]) if rc == 0 else None
         return rc, report, err, took

@@ -580,14 +580,23 @@ void CriuSource::run_dump(
   // CRIU that does not fit (the choices at the freeze differ from those
   // ahead, say) is let go by run(); the dump then starts its own.
   const bool ahead = ready && ready->request_ahead;
-  if (ready && ready->criu && ready->criu->run(o)) {
-    exiting_criu_ = std::move(ready->criu);  // its exit is waited for later
-    last_round_.dump_request_ahead = ahead;
-  } else {
-    if (ahead)
-      log::debug("migrate: " + id_ + ": the request sent ahead is not the frozen container's: "
-                 "its CRIU was let go, another one dumps");
-    criu_call(o, {});
+  try {
+    if (ready && ready->criu && ready->criu->run(o)) {
+      exiting_criu_ = std::move(ready->criu);  // its exit is waited for later
+      last_round_.dump_request_ahead = ahead;
+    } else {
+      if (ahead)
+        log::debug("migrate: " + id_ + ": the request sent ahead is not the frozen container's: "
+                   "its CRIU was let go, another one dumps");
+      criu_call(o, {});
+    }
+  } catch (const Error& e) {
+    // A filter that failed closes CRIU's end, and CRIU fails with a broken
+    // pipe: the filter's failure is the cause.
+    if (std::optional<Error> filter = dedup ? dedup->failure() : std::nullopt)
+      throw Error(std::string(filter->what()) + "; then " + e.what(), filter->cause(),
+                  filter->sys_errno());
+    throw;
   }
   log::debug("migrate: " + id_ + ": CRIU's " + log + " ended");
   if (dedup) last_round_.dedup = dedup->finish();

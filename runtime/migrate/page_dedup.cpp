@@ -82,8 +82,8 @@ PageDedupRelay::PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderL
                                Ends ends, bool criu_has_parent, TaskMemory* check_parent,
                                bool zero_runs, bool compress)
     : ledger_(ledger), network_(std::move(network)), local_(std::move(ends.local)),
-      criu_(std::move(ends.criu)), from_criu_(local_.get()), layout_(layout), criu_has_parent_(criu_has_parent),
-      check_parent_(check_parent),
+      criu_(std::move(ends.criu)), from_criu_(local_.get()), layout_(layout),
+      criu_has_parent_(criu_has_parent), check_parent_(check_parent),
       chunk_(std::make_unique_for_overwrite<char[]>(kChunkPages * kPage)),
       out_(zero_runs, compress) {
   thread_ = std::thread([this] { run(); });
@@ -113,6 +113,12 @@ PageDedupStats PageDedupRelay::finish() {
   stats_.compressed_in = out_.compressed_in();
   stats_.compressed_out = out_.compressed_out();
   return stats_;
+}
+
+std::optional<Error> PageDedupRelay::failure() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (error_.empty()) return std::nullopt;
+  return Error(error_, error_cause_, error_errno_);
 }
 
 void PageDedupRelay::run() {

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +97,10 @@ class PageDedupRelay {
   PageDedupStats finish();
   // Ends the relay now (both sockets shut down) and joins; idempotent.
   void stop();
+  // The relay's own failure so far, if it failed (its cause and errno
+  // kept). Where CRIU's call failed, this is what CRIU's "Broken pipe" on
+  // the page channel does not say.
+  std::optional<Error> failure();
 
  private:
   void run();

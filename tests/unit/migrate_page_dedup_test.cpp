@@ -679,6 +679,29 @@ TEST_P(PageDedupTest, ADestinationThatGoesAwayFailsTheRound) {
   EXPECT_EQ(ledger.known_pages(), 0u);
 }
 
+// What the caller asks when CRIU's call failed: the filter failed first,
+// and why (CRIU only sees its page channel closed).
+TEST(PageDedupRelayFailure, IsTheFiltersOwnCauseOnceItFailed) {
+  int net[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, net), 0);
+  UniqueFd destination(net[1]);
+  PageLedger ledger;
+  PageDedupRelay relay(ledger, UniqueFd(net[0]), PageHeaderLayout::Criu3);
+  EXPECT_FALSE(relay.failure()) << "nothing failed yet";
+  destination.reset();  // the page server gone
+  CriuWrites w;
+  w.layout = PageHeaderLayout::Criu3;
+  w.open2(kTask);
+  write_all(relay.criu_end(), w.bytes);
+  char c;
+  EXPECT_LE(::read(relay.criu_end(), &c, 1), 0) << "the filter closes CRIU's end when it fails";
+  std::optional<crx::Error> failed = relay.failure();
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->sys_errno(), EPIPE) << failed->what();
+  EXPECT_EQ(failed->cause(), crx::Cause::IO);
+  EXPECT_NE(std::string(failed->what()).find("page filter:"), std::string::npos) << failed->what();
+}
+
 // Frames (zero_runs.hpp): the page server gets exactly what CRIU sent,
 // pages of zeros among them, while the wire carries those as a count.
 TEST_P(PageDedupTest, ZeroPagesCrossAsTheirCountAndArriveAsCriuSentThem) {

@@ -38,7 +38,7 @@ struct MigrateArgs : MigrateConfigArgs {
   bool lazy = false;
   bool no_page_dedup = false;
   bool no_page_compression = false;
-  std::string pre_dump_mode = "read";
+  std::string pre_dump_mode = "splice";
   std::string on_freeze;
   CriuFlagArgs criu;
 };
@@ -69,9 +69,9 @@ void register_migrate(Cli& cli) {
                 "send the encrypted page channel uncompressed (by default what LZ4 shrinks "
                 "goes compressed; for comparisons)");
   sub->add_option("--pre-dump-mode", a->pre_dump_mode,
-                  "how a pre-copy round takes the pages: read (default) lets the container run "
-                  "once its page map is taken and reads them meanwhile; splice (CRIU's default) "
-                  "keeps it stopped until they are in pipes")
+                  "how a pre-copy round takes the pages: splice (default, as CRIU's) keeps the "
+                  "container stopped until they are in pipes; read lets it run once its page "
+                  "map is taken and reads them meanwhile, for more CPU")
       ->check(CLI::Validator(
           [](std::string& v) {
             return v == "read" || v == "splice"
@@ -154,7 +154,7 @@ void register_migrate(Cli& cli) {
       migrate::CriuSource criu(cli.global, a->id, criu_flags, a->kill_exec);
       if (a->no_page_dedup) criu.disable_page_dedup();
       if (a->no_page_compression) criu.disable_page_compression();
-      if (a->pre_dump_mode == "splice") criu.disable_pre_dump_read();
+      if (a->pre_dump_mode == "read") criu.enable_pre_dump_read();
       o.manifest.inventory = criu.inventory().to_json();
       o.manifest.elf_files = criu.read_elf_files();
       migrate::VerbsSource verbs(criu, qps, a->id, !inv.empty());

@@ -498,12 +498,10 @@ checkpoint::DumpOptions CriuSource::dump_options(
   // instead of packed by CRIU: chosen frozen (the files of one that holds
   // any go into the images dir, carried_tmpfs.hpp), or ahead for a request
   // sent before the freeze (nothing packed; made again frozen).
-  // A pre-copy round stops the container only for its pagemap: its pages
-  // are read while it runs on (DumpOptions::pre_dump_read), in 0.2-0.4 s
-  // less of a rank stopped than splicing them took (tests/bench/mpi). Only
-  // into the page filter's seqpacket socket, which copies the pages CRIU
-  // splices; a stream socket would carry later reads' bytes in them
-  // (message_reader.hpp).
+  // --pre-dump-mode read: a pre-copy round stops the container only for its
+  // pagemap, and its pages are read while it runs on. Only into the page
+  // filter's copying socket: a stream one would carry later reads' bytes in
+  // them (message_reader.hpp).
   o.pre_dump_read = !final_dump && page_dedup_ && pre_dump_read_;
   if (final_dump) {
     checkpoint::add_recreated_mounts(o, src_, images_dir, *final_dump);
@@ -568,8 +566,11 @@ void CriuSource::run_dump(
     int copy = ::fcntl(page_fd, F_DUPFD_CLOEXEC, 0);
     if (copy < 0) throw_errno("duplicating the page channel");
     dedup.emplace(ledger_, UniqueFd(copy), page_layout_,
-                  ready && ready->relay_ends ? std::move(*ready->relay_ends)
-                                             : PageDedupRelay::Ends::make(),
+                  ready && ready->relay_ends
+                      ? std::move(*ready->relay_ends)
+                      : PageDedupRelay::Ends::make(o.pre_dump_read
+                                                       ? PageDedupRelay::Splice::Copying
+                                                       : PageDedupRelay::Splice::ByReference),
                   !parent.empty(), checked, zero_runs_, compress_);
     page_fd = dedup->criu_end();
   }

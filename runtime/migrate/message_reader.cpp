@@ -14,17 +14,17 @@ namespace crx::migrate {
 
 MessageReader::MessageReader(int fd, size_t max_message)
     : fd_(fd), max_message_(max_message),
-      buf_(std::make_unique_for_overwrite<char[]>(max_message + 1)) {}
+      buf_(std::make_unique_for_overwrite<char[]>(max_message)) {}
 
 bool MessageReader::receive(const char* what) {
-  // One byte more than a message may have: a longer one shows as MSG_TRUNC.
-  iovec iov{buf_.get(), max_message_ + 1};
+  iovec iov{buf_.get(), max_message_};
   msghdr m{};
   m.msg_iov = &iov;
   m.msg_iovlen = 1;
   ssize_t n = retry_eintr([&] { return ::recvmsg(fd_, &m, 0); });
   if (n < 0) throw_errno(what);
-  if ((m.msg_flags & MSG_TRUNC) || static_cast<size_t>(n) > max_message_)
+  // A message cut to the buffer (a stream socket has none to cut).
+  if (m.msg_flags & MSG_TRUNC)
     throw Error(std::string(what) + ": a message longer than " + std::to_string(max_message_) +
                     " bytes",
                 Cause::Invalid);

@@ -1,4 +1,5 @@
-// A SOCK_SEQPACKET socket read as a byte stream.
+// A SOCK_SEQPACKET socket read as a byte stream (a SOCK_STREAM one too:
+// the page filter reads either, PageDedupRelay::Splice).
 //
 // CRIU's page channel is a unix SOCK_SEQPACKET socketpair, not a stream
 // one, because of how CRIU's read-mode pre-dump hands over its pages: it

@@ -63,11 +63,10 @@ PageHeaderLayout page_header_layout(unsigned major, unsigned minor) {
                                                    : PageHeaderLayout::Criu3;
 }
 
-PageDedupRelay::Ends PageDedupRelay::Ends::make() {
+PageDedupRelay::Ends PageDedupRelay::Ends::make(Splice splice) {
   int sv[2];
-  // Seqpacket: CRIU's read-mode pages must be copied as they are spliced
-  // (message_reader.hpp).
-  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+  const int type = splice == Splice::Copying ? SOCK_SEQPACKET : SOCK_STREAM;
+  if (::socketpair(AF_UNIX, type | SOCK_CLOEXEC, 0, sv) != 0)
     throw_errno("socketpair for the page channel");
   return Ends{UniqueFd(sv[0]), UniqueFd(sv[1])};
 }

@@ -78,10 +78,15 @@ class PageDedupRelay {
                  bool zero_runs = false, bool compress = false);
   // The two sockets between CRIU and the relay, made before it: a CRIU
   // started ahead of its request (checkpoint::StartedDump) inherits its end
-  // from the start.
+  // from the start. Stream sockets take the pages CRIU splices by
+  // reference; Copying: a seqpacket pair that copies them as they are
+  // spliced, for CRIU's read-mode pre-dump, which reuses the buffer it
+  // spliced them from (message_reader.hpp). The copy costs CRIU's writes
+  // CPU (tests/bench/mpi, Result 28), so it is made only for that.
+  enum class Splice { ByReference, Copying };
   struct Ends {
     UniqueFd local, criu;
-    static Ends make();
+    static Ends make(Splice splice = Splice::ByReference);
   };
   PageDedupRelay(PageLedger& ledger, UniqueFd network, PageHeaderLayout layout, Ends ends,
                  bool criu_has_parent = true, TaskMemory* check_parent = nullptr,
@@ -121,7 +126,7 @@ class PageDedupRelay {
 
   PageLedger& ledger_;
   UniqueFd network_, local_, criu_;
-  MessageReader from_criu_;  // local_, whose messages are CRIU's writes and pages
+  MessageReader from_criu_;  // local_, a stream or CRIU's writes and pages as messages
   PageHeaderLayout layout_;
   bool criu_has_parent_;
   TaskMemory* check_parent_;

@@ -1,7 +1,7 @@
-// MessageReader (migrate/message_reader.hpp) over real seqpacket sockets,
-// and why the page channel is one: a page spliced into it and then
-// overwritten in the writer's buffer arrives as it was spliced, as CRIU's
-// read-mode pre-dump needs. A stream socket shows what it would do instead.
+// MessageReader (migrate/message_reader.hpp) over real sockets, and why
+// CRIU's read-mode pre-dump needs the copying page channel: a page spliced
+// into it and then overwritten in the writer's buffer arrives as it was
+// spliced; through the stream channel it arrives overwritten.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -129,18 +129,30 @@ std::string spliced_then_overwritten(int writer, int reader) {
   return got;
 }
 
-TEST(MigrateMessageReader, ThePageChannelKeepsASplicedPageAsItWasSpliced) {
-  PageDedupRelay::Ends ends = PageDedupRelay::Ends::make();
+TEST(MigrateMessageReader, ACopyingPageChannelKeepsASplicedPageAsItWasSpliced) {
+  PageDedupRelay::Ends ends = PageDedupRelay::Ends::make(PageDedupRelay::Splice::Copying);
   const std::string got = spliced_then_overwritten(ends.criu.get(), ends.local.get());
   EXPECT_EQ(got, std::string(kPage, 'A')) << "the page channel carried bytes written after the splice";
 }
 
-TEST(MigrateMessageReader, AStreamSocketWouldCarryWhatWasWrittenAfterTheSplice) {
-  // Why the channel is not a stream socket: the kernel (6.1's sendpage,
+TEST(MigrateMessageReader, AStreamPageChannelCarriesWhatWasWrittenAfterTheSplice) {
+  // Why read mode needs the copying channel: the kernel (6.1's sendpage,
   // later kernels' MSG_SPLICE_PAGES) queues the spliced page itself.
-  Pair p = pair_of(SOCK_STREAM);
-  const std::string got = spliced_then_overwritten(p.writer.get(), p.reader.get());
+  PageDedupRelay::Ends ends = PageDedupRelay::Ends::make(PageDedupRelay::Splice::ByReference);
+  const std::string got = spliced_then_overwritten(ends.criu.get(), ends.local.get());
   EXPECT_EQ(got, std::string(kPage, 'B'));
+}
+
+TEST(MigrateMessageReader, ReadsAStreamSocketToo) {
+  Pair p = pair_of(SOCK_STREAM);
+  const std::string data = std::string(3 * kPage, 'x') + "tail";
+  send_message(p.writer.get(), data);
+  p.writer.reset();
+  MessageReader r(p.reader.get(), kPage);
+  EXPECT_EQ(read_n(r, 10), data.substr(0, 10));
+  EXPECT_EQ(read_n(r, data.size() - 10), data.substr(10));
+  char c;
+  EXPECT_FALSE(r.read_exact(&c, 1, "test", true));
 }
 
 }  // namespace

@@ -204,6 +204,8 @@ struct Round {
 
 struct CriuWrites {
   PageHeaderLayout layout = PageHeaderLayout::Criu3;
+  // The channel CRIU writes into: stream, or seqpacket (one message a send).
+  PageDedupRelay::Splice splice = PageDedupRelay::Splice::ByReference;
   std::string bytes;
   // Where CRIU waits for an answer: after OPEN2 (1 byte), CLOSE (4).
   std::vector<std::pair<size_t, size_t>> answers;  // (offset in bytes, answer size)
@@ -276,7 +278,8 @@ Round run_round(PageLedger& ledger, const CriuWrites& w, bool has_parent,
   }
   Round r;
   {
-    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout, criu_has_parent, memory, zero_runs,
+    PageDedupRelay relay(ledger, UniqueFd(net[0]), w.layout,
+                         PageDedupRelay::Ends::make(w.splice), criu_has_parent, memory, zero_runs,
                          compress);
     // CRIU: writes its stream, reading each answer where it waits for one.
     std::thread criu([&, fd = relay.criu_end()] {
@@ -323,11 +326,19 @@ Record in_parent(uint64_t first_page, uint64_t pages, uint64_t dst = kTask) {
   return {kParent, kBase + first_page * kPage, pages, dst, {}};
 }
 
-class PageDedupTest : public ::testing::TestWithParam<PageHeaderLayout> {
+// Every case for both of CRIU's header layouts and both kinds of channel.
+struct Channel {
+  PageHeaderLayout layout;
+  PageDedupRelay::Splice splice;
+  operator PageHeaderLayout() const { return layout; }
+};
+
+class PageDedupTest : public ::testing::TestWithParam<Channel> {
  protected:
   CriuWrites criu() {
     CriuWrites w;
-    w.layout = GetParam();
+    w.layout = GetParam().layout;
+    w.splice = GetParam().splice;
     return w;
   }
   PageLedger ledger;
@@ -766,12 +777,16 @@ TEST_P(PageDedupTest, SparsePagesCrossCompressedAndArriveAsCriuSentThem) {
   EXPECT_GT(compressed.stats.cpu_seconds, 0.0) << "the relay thread's CPU, for the report";
 }
 
-INSTANTIATE_TEST_SUITE_P(BothHeaderLayouts, PageDedupTest,
-                         ::testing::Values(PageHeaderLayout::Criu3, PageHeaderLayout::Criu42),
-                         [](const auto& info) {
-                           return info.param == PageHeaderLayout::Criu3 ? std::string("criu3")
-                                                                        : std::string("criu42");
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    BothHeaderLayouts, PageDedupTest,
+    ::testing::Values(Channel{PageHeaderLayout::Criu3, PageDedupRelay::Splice::ByReference},
+                      Channel{PageHeaderLayout::Criu42, PageDedupRelay::Splice::ByReference},
+                      Channel{PageHeaderLayout::Criu3, PageDedupRelay::Splice::Copying},
+                      Channel{PageHeaderLayout::Criu42, PageDedupRelay::Splice::Copying}),
+    [](const auto& info) {
+      return std::string(info.param.layout == PageHeaderLayout::Criu3 ? "criu3" : "criu42") +
+             (info.param.splice == PageDedupRelay::Splice::Copying ? "_seqpacket" : "_stream");
+    });
 
 // A channel's first 64 KiB leave in writes of 8 KiB at most (kernel TLS
 // makes a record of each): a record larger than a new connection's first

@@ -494,13 +494,13 @@ class RdmaMigrateTest(RdmaBedCase):
                                "p=$(pgrep -f '^crx-verbs-seq recv --port 18612 ' | head -1); "
                                "awk '/^AnonHugePages:/ {print $2}' /proc/$p/smaps_rollup").strip())
         self.assertEqual(huge_kib, 0, "the MR is on huge pages: this case would prove nothing")
-        rep = self.migrate(cid, 0, 2, "--pre-copy 1")
+        rep = self.migrate(cid, 0, 2, "--pre-copy 1 --pre-dump-mode read")
         rounds = rep["rounds"]
         self.assertEqual([r["final"] for r in rounds], [False, True], rounds)
         self.assertNotIn("unchanged_page_bytes", rounds[0], "round 1 has nothing to compare with")
-        # Round 1 read the pages while the pair ran (CRIU's read mode), the
-        # NIC writing into the MR meanwhile: what it read is the parent the
-        # final dump's check compares with.
+        # Round 1 read the pages while the pair ran (--pre-dump-mode read),
+        # the NIC writing into the MR meanwhile: what it read is the parent
+        # the final dump's check compares with.
         self.assertTrue(rounds[0].get("pre_dump_read"), rounds[0])
         # Left out: pages CRIU dumped that had not changed, and pages CRIU
         # took from the parent that crx checked and found unchanged.

@@ -24,9 +24,9 @@ per repetition, interleaved:
   round's cipher runs on the rank's vCPU and the destination's);
 - rc+crx-uncompressed: rc+crx with --no-page-compression (the encrypted
   page channel's frames not LZ4-compressed, as before: the A/B of that);
-- rc+crx-splice: rc+crx with --pre-dump-mode splice (the pre-copy round's
-  pages spliced while the rank stays stopped, CRIU's default, instead of
-  read while it runs: the A/B of that choice);
+- rc+crx-read: rc+crx with --pre-dump-mode read (the pre-copy round's
+  pages read while the rank runs instead of spliced while it stays
+  stopped, crx's and CRIU's default: the A/B of that choice, Result 28);
 - rc-lean, rc-lean+crx: the same two with UCX's receive pools sized for
   the job (UCX_LEAN below) instead of UCX's defaults;
 - tcp: the job over UCX's TCP transport, unmigrated;
@@ -92,12 +92,12 @@ WAYS = (("rc", UCX_ENV, None), ("rc+crx", UCX_ENV, "live"),
         ("rc+crx-frozen", UCX_ENV, "live-frozen"), ("rc+crx-aes", UCX_ENV, "live-aes"),
         ("rc+crx-resend", UCX_ENV, "live-resend"), ("rc+crx-clear", UCX_ENV, "live-clear"),
         ("rc+crx-uncompressed", UCX_ENV, "live-uncompressed"),
-        ("rc+crx-splice", UCX_ENV, "live-splice"),
+        ("rc+crx-read", UCX_ENV, "live-read"),
         ("rc-lean", UCX_ENV + UCX_LEAN, None), ("rc-lean+crx", UCX_ENV + UCX_LEAN, "live"),
         ("tcp", UCX_TCP, None), ("tcp+crx", UCX_TCP, "live"),
         ("tcp+crx-clear", UCX_TCP, "live-clear"),
         ("tcp+runc-way", UCX_TCP, "checkpoint"))
-BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-clear": "rc", "rc+crx-uncompressed": "rc", "rc+crx-splice": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
+BASE = {"rc+crx": "rc", "rc+crx-frozen": "rc", "rc+crx-clear": "rc", "rc+crx-uncompressed": "rc", "rc+crx-read": "rc", "rc+crx-aes": "rc", "rc+crx-resend": "rc", "rc-lean+crx": "rc-lean", "tcp+crx": "tcp", "tcp+crx-clear": "tcp", "tcp+runc-way": "tcp"}
 
 
 def keeping_logs(bed, tag, keep_dir, gap):
@@ -148,7 +148,7 @@ def run_one(bed, ref, name, ucx, way, tag, move_at, pre_copy, mpirun_on, logs=No
                                              plaintext=way == "live-clear",
                                              no_page_dedup=way == "live-resend",
                                              no_page_compression=way == "live-uncompressed",
-                                             pre_dump_mode="splice" if way == "live-splice"
+                                             pre_dump_mode="read" if way == "live-read"
                                              else None,
                                              tls_cipher="aes-128-gcm" if way == "live-aes"
                                              else None)
@@ -307,7 +307,7 @@ def table(rows):
     if "tcp+runc-way" in rows:
         runc = rows["tcp+runc-way"]["downtime"][0]
         for way in ("rc+crx", "rc+crx-frozen", "rc+crx-resend", "rc+crx-clear",
-                    "rc+crx-uncompressed", "rc+crx-splice", "rc-lean+crx", "tcp+crx",
+                    "rc+crx-uncompressed", "rc+crx-read", "rc-lean+crx", "tcp+crx",
                     "tcp+crx-clear"):
             if way in rows:
                 out.append(f"- {way} downtime / tcp+runc-way downtime: "

@@ -104,6 +104,13 @@ void register_migrate(Cli& cli) {
         throw Error("--lazy and --pre-copy exclude each other: post-copy moves the memory after "
                     "the resume, so no round before the freeze is needed",
                     Cause::Invalid);
+      // Read mode needs the copying page channel, which only the page
+      // filter makes (runtime/migrate/README.md, "Read mode needs a page
+      // channel that copies").
+      if (a->pre_dump_mode == "read" && a->no_page_dedup)
+        throw Error("--pre-dump-mode read needs crx's page filter, which --no-page-dedup "
+                    "turns off",
+                    Cause::Invalid);
       if (a->lazy) {
         cfg.pre_copy.adaptive = false;
         cfg.pre_copy.max_rounds = 0;

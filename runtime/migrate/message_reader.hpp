@@ -1,15 +1,16 @@
 // A SOCK_SEQPACKET socket read as a byte stream (a SOCK_STREAM one too:
 // the page filter reads either, PageDedupRelay::Splice).
 //
-// CRIU's page channel is a unix SOCK_SEQPACKET socketpair, not a stream
-// one, because of how CRIU's read-mode pre-dump hands over its pages: it
-// reads a batch of them with process_vm_readv into one buffer, vmsplices
-// that buffer into a pipe and splices the pipe into the page channel, then
-// reads the next batch into the same buffer. A stream socket (unix or TCP)
-// takes spliced pages by reference (6.1's sendpage: the skb holds the
-// page), so pages still queued for crx when the next batch is read arrive
-// with the next batch's bytes. A seqpacket socket has no sendpage of its
-// own and copies each page into its message as it is spliced.
+// For CRIU's read-mode pre-dump the page channel is a unix SOCK_SEQPACKET
+// socketpair, not a stream one, because of how that mode hands over its
+// pages: it reads a batch of them with process_vm_readv into one buffer,
+// vmsplices that buffer into a pipe and splices the pipe into the page
+// channel, then reads the next batch into the same buffer. A stream
+// socket (unix or TCP) takes spliced pages by reference (6.1's sendpage:
+// the skb holds the page), so pages still queued for crx when the next
+// batch is read arrive with the next batch's bytes. A seqpacket socket
+// has no sendpage of its own and copies each page into its message as it
+// is spliced.
 //
 // Its price is message boundaries: each splice of a page is one message,
 // each of CRIU's writes another, and a read that asks for less than a

@@ -904,6 +904,13 @@ class MigrateRollbackTest(TwoGuests, Receiving, Base):
         rc, out, err = tb.run(0, f"{CRX} migrate nope --to {tb.ip(1)}:{PORT} --key /tmp/key")
         self.assertNotEqual(rc, 0)
         self.assertIn("does not exist", err)
+        # Read mode without the page filter's copying channel: refused in
+        # one line before anything runs.
+        rc, out, err = tb.run(0, f"{CRX} migrate nope --to {tb.ip(1)}:{PORT} --key /tmp/key "
+                                 "--pre-dump-mode read --no-page-dedup")
+        self.assertNotEqual(rc, 0)
+        self.assertEqual(err.strip(), "crx: --pre-dump-mode read needs crx's page filter, "
+                                      "which --no-page-dedup turns off", err)
         self.run_counter(tb)
         rc, out, err = self.migrate(tb)
         self.assertNotEqual(rc, 0)

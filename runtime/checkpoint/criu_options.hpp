@@ -102,7 +102,10 @@ struct DumpOptions : CommonOptions {
   // process_vm_readv while they run, instead of splicing them into pipes
   // (and making every mapping readable and back) while they are stopped.
   // The pages read may be newer than the snapshot; the soft-dirty bits,
-  // cleared frozen, send them again in the next round.
+  // cleared frozen, send them again in the next round. Only into images or
+  // a page channel that copies what CRIU splices: CRIU reuses the buffer
+  // it spliced from, and a stream socket would carry the next batch's
+  // bytes (runtime/migrate/message_reader.hpp).
   bool pre_dump_read = false;
 };
 
